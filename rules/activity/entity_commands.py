@@ -141,9 +141,13 @@ def _apply_rule(
         ident = identifier(rule, raw, cwd)
         if ident is None:
             continue
+        own = kind  # `systemctl enable backup.timer`: a timer, known as backup
+        for suffix, suffixed in (rule.spec.get("suffix_kinds") or {}).items():
+            if ident.endswith(suffix) and len(ident) > len(suffix):
+                ident, own = ident[: -len(suffix)], str(suffixed)
         name = posixpath.basename(ident) if rule.spec.get("path") else ident
         extra = ((str(id_attr), ident),) if id_attr else ()
-        yield Made(kind, ident, rule.action, name, attrs + extra, rel, by)
+        yield Made(own, ident, rule.action, name, attrs + extra, rel, by)
 
 
 def _in(kind: str, ident: str | None) -> str | None:
