@@ -319,7 +319,7 @@ class MadeTracker:
         kept = list(out.values())  # and what a deleted namespace or database held
         kept += [m for m in contents_ended(kept, self.alive) if (m.key, m.action) not in out]
         for m in kept:
-            self._note(made_event(m, 0.0, "", 0, ""))
+            self._note({**made_event(m, 0.0, "", 0, ""), "name": m.name})  # its rel too
         return kept
 
     def _ended(self, m: Made) -> list[Made]:
