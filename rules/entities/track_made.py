@@ -75,7 +75,8 @@ class MadeTracker:
                 self.alive.pop(str(e.get("from")), None)
             old = self.alive.get(key := str(e.get("path")))
             if old is not None and e.get("action") == "modify":  # `docker stop web`: its id stays
-                e = {**e, "attrs": {**(old.get("attrs") or {}), **(e.get("attrs") or {})}}
+                e = {**e, "attrs": {**(old.get("attrs") or {}), **(e.get("attrs") or {})},
+                     "rel": e.get("rel") or old.get("rel") or ()}  # and where it is
             self.alive[key] = e
 
     def _statements(self) -> dict[str, Sequence[Statement]]:
