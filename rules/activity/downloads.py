@@ -60,9 +60,12 @@ def archived(
     """The archive an archiver wrote (as written): ``tar`` in create mode, the value of ``-f``
     (``tar -czf out.tgz src``, ``--file=out.tar``) or, its options bundled without a dash (``tar
     czf out.tgz src``), the word after them; ``zip``, its first operand. Extracting or listing
-    writes none, nor an archive sent to standard output (``-f -``)."""
+    writes none, nor an archive sent to standard output (``-f -``); an extractor given
+    ``dest`` (``unzip x.zip -d out``) writes that folder, none without it."""
     mode = spec.get("mode") or ()
-    if not mode:  # zip -r out.zip src
+    if spec.get("dest"):
+        out = [values[o] for o in spec["dest"] if o in values]
+    elif not mode:  # zip -r out.zip src
         out = list(ops[:1])
     elif any(f in mode for f in flags):
         out = [values[o] for o in spec.get("output", ()) if o in values]

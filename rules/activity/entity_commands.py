@@ -29,6 +29,7 @@ from rules.activity.entity_pack import (
 from rules.activity.entity_results import singular
 from rules.activity.exec_inside import inside
 from rules.activity.git_head import GitHead, Head, switched_elsewhere, without_globals
+from rules.activity.placement import NAMESPACED_PROGRAMS, client_database, namespace_of, placed
 from rules.activity.redis_keys import redis_made
 from rules.activity.rule_words import identifier, rehearsal, renamed, reset_ends, rule_ids
 from rules.activity.shell_lex import SimpleCommand, split_commands, tokenize
@@ -140,9 +141,17 @@ def _apply_rule(
         ident = identifier(rule, raw, cwd)
         if ident is None:
             continue
+        own = kind  # `systemctl enable backup.timer`: a timer, known as backup
+        for suffix, suffixed in (rule.spec.get("suffix_kinds") or {}).items():
+            if ident.endswith(suffix) and len(ident) > len(suffix):
+                ident, own = ident[: -len(suffix)], str(suffixed)
         name = posixpath.basename(ident) if rule.spec.get("path") else ident
         extra = ((str(id_attr), ident),) if id_attr else ()
-        yield Made(kind, ident, rule.action, name, attrs + extra, rel, by)
+        yield Made(own, ident, rule.action, name, attrs + extra, rel, by)
+
+
+def _in(kind: str, ident: str | None) -> str | None:
+    return f"{kind}:{ident}" if ident else None
 
 
 def _matches(rule: CommandRule, argv: Sequence[str]) -> bool:
@@ -260,6 +269,8 @@ def command_entities(
     after = [c.connector for c in cmds[1:]] + [ends]
     jobs = [" ".join(c.argv) for c, nxt in zip(cmds, after, strict=True) if nxt == "&"]
     job = jobs[0] if jobs else (" ".join(cmds[-1].argv) if cmds else "")
+    namespaces: set[str | None] = set()  # those the Kubernetes commands named
+    database: str | None = None  # the one the SQL client connected to
     for i, cmd in enumerate(cmds):
         argv = _words(cmd, pack, verbs)
         if not argv:
@@ -274,9 +285,15 @@ def command_entities(
         if argv[0] == "git":
             argv, where = without_globals(argv, here)
             git = GitHead(head, output[:MAX_SCAN]) if git is None else git
+        start = len(facts.made)
         for rule in pack.by_program.get(argv[0], ()):
             if _matches(rule, argv) and _fed(rule, feeds):
                 facts.made.extend(_apply_rule(rule, argv, output, where, pack, git))
+        if argv[0] in NAMESPACED_PROGRAMS:  # `kubectl -n qa create …`: made in namespace qa
+            namespace = namespace_of(without_prefixes(cmd.argv, verbs.prefixes, verbs.keywords))
+            namespaces.add(namespace)
+            facts.made[start:] = placed(facts.made[start:], _in("namespace", namespace), None)
+        database = database or client_database(argv)
         if argv[0] == REDIS_CLI:
             facts.made.extend(redis_made(argv, output, clip(" ".join(argv))))
         if git is not None:
@@ -293,7 +310,7 @@ def command_entities(
                 facts.made.extend(script_made(scripts[path], path, clip(" ".join(argv))))
     by = clip(command)
     if any(p in pack.sql_clients for p in programs):
-        facts.made.extend(sql_made(pack, command, output, by, None))
+        facts.made.extend(sql_made(pack, command, output, by, None, database))
     elif written:
         found = script_statements(pack, command)
         if found:
@@ -314,7 +331,10 @@ def command_entities(
             kind = g["kind"] if named is not None else kind
             if printed.spec.get("kind_group") and kind == printed.kind:
                 continue  # a word kubectl prints that names no kind we know
-            facts.made.append(Made(kind, g["id"], printed.action, g["id"], (), (), by))
+            made = Made(kind, g["id"], printed.action, g["id"], (), (), by)
+            # `kubectl apply -n qa -f k8s/`: what it printed it made is in qa
+            one = next(iter(namespaces)) if len(namespaces) == 1 else None
+            facts.made.extend(placed([made], _in("namespace", one), None))
     if pack.job_ended is not None and "]" in output:
         # the shell's notice of a job's end (`[1]+  Exit 1  node server.js`, from `jobs` or
         # before a later command's output): the job `kill %1` would have ended, ended

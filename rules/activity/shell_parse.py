@@ -18,6 +18,7 @@ from typing import Any
 
 from rules.activity import python_effects as py
 from rules.activity.brace_expand import expand
+from rules.activity.compressors import compressed
 from rules.activity.downloads import archived, downloaded, split_short
 from rules.activity.find_deletes import MAX_VISITS, find_deletes
 from rules.activity.line_known import LineKnown
@@ -27,13 +28,7 @@ from rules.activity.shell_lex import SimpleCommand, file_like, split_commands
 from rules.activity.shell_loops import loop_runs
 from rules.activity.shell_verbs_pack import Verbs as Verbs  # where callers look
 from rules.activity.shell_verbs_pack import load_verbs as load_verbs  # where callers look
-from rules.activity.shell_words import (
-    EXPANDED,
-    has_short,
-    operands,
-    shell_script,
-    without_prefixes,
-)
+from rules.activity.shell_words import EXPANDED, has_short, operands, shell_script, without_prefixes
 from rules.activity.storable import placeable
 from rules.activity.system_paths import appended_file_was_there, system_folder
 
@@ -285,15 +280,16 @@ class _Run:
         self, spec: Mapping[str, Any], flags: list[str], ops: list[str], values: dict[str, str]
     ) -> None:
         """``curl -o f URL``, ``wget URL``; as ``archive``, ``tar czf out.tgz src``: the file
-        written (made, or changed if known)."""
+        written (made, or changed if known); ``unzip x.zip -d out``: the folder, if made."""
         written = archived if spec.get("effect") == "archive" else downloaded
+        typ, ignored = str(spec.get("type") or "file"), self.verbs.ignore_targets
         for target in written(spec, flags, ops, values):
-            if target in self.verbs.ignore_targets:  # `curl -o /dev/null -w '%{http_code}'`
-                continue
-            path = resolve_path(target, self.cwd)
-            self.add("modify" if self.known.exists(path) else "create", "file", path)
+            path = resolve_path(target, self.cwd)  # `curl -o /dev/null`: no file
+            if target not in ignored and (typ == "file" or not self.known.exists(path)):
+                self.add("modify" if self.known.exists(path) else "create", typ, path)
 
     _archive = _download  # `tar czf out.tgz src`, `zip -r out.zip src`
+    _compress = compressed  # `gzip x`, `gunzip x.gz`: the file it became
 
     def _open(
         self, spec: Mapping[str, Any], flags: list[str], ops: list[str], values: dict[str, str]

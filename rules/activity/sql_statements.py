@@ -10,6 +10,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 
 from rules.activity.entity_pack import MAX_SCAN, EntityPack, Made
+from rules.activity.placement import DATABASE_KINDS, USE, database_of
 
 MAX_STATEMENTS = 20  # per script or command
 Statement = tuple[str, str, str]  # (kind, action, id)
@@ -17,7 +18,7 @@ Statement = tuple[str, str, str]  # (kind, action, id)
 
 def script_statements(pack: EntityPack, text: str) -> list[Statement]:
     """The statements of a script's content that make, change or end tables and databases."""
-    return [(k, a, i) for k, a, i, _ in _statements(pack, text) if k != "row"]
+    return [(k, a, i) for k, a, i, _, _ in _statements(pack, text) if k != "row"]
 
 
 # An SQL comment ("-- create role later"): two dashes and a blank opening a line, a quoted
@@ -26,13 +27,21 @@ def script_statements(pack: EntityPack, text: str) -> list[Statement]:
 _SQL_COMMENT = re.compile(r"""(?:^|(?<=[;"']))[ \t]*+--[ \t][^\n]*+""", re.MULTILINE)
 
 
-def _statements(pack: EntityPack, text: str) -> list[tuple[str, str, str, Mapping[str, str]]]:
-    """(kind, action, id, groups) of the SQL statements in ``text``, in order (its comments
-    read as nothing)."""
-    found = []
+def _clean(text: str) -> str:
+    """``text`` as its statements are read: bounded, its comments read as nothing."""
     text = text[:MAX_SCAN]
     if "-- " in text or "--\t" in text:
         text = _SQL_COMMENT.sub("", text)
+    return text
+
+
+def _statements(
+    pack: EntityPack, text: str
+) -> list[tuple[str, str, str, Mapping[str, str], int]]:
+    """(kind, action, id, groups, where it starts in ``_clean(text)``) of the SQL statements
+    in ``text``, in order."""
+    found = []
+    text = _clean(text)
     for rule in pack.statements:
         for m in rule.regex.finditer(text):
             g = {k: v for k, v in m.groupdict().items() if v}
@@ -43,7 +52,7 @@ def _statements(pack: EntityPack, text: str) -> list[tuple[str, str, str, Mappin
                 continue
             found.append((m.start(), rule.kind, rule.action, ident, g))
     found.sort(key=lambda x: x[0])
-    return [(k, a, i, g) for _, k, a, i, g in found[:MAX_STATEMENTS]]
+    return [(k, a, i, g, at) for at, k, a, i, g in found[:MAX_STATEMENTS]]
 
 
 def _rows(pack: EntityPack, table: str, output: str, by: str) -> Iterator[Made]:
@@ -84,11 +93,22 @@ def _refused(ident: str, errors: list[str]) -> bool:
 
 
 def sql_made(
-    pack: EntityPack, text: str, output: str, by: str, source: str | None
+    pack: EntityPack,
+    text: str,
+    output: str,
+    by: str,
+    source: str | None,
+    database: str | None = None,
 ) -> Iterator[Made]:
+    """What the statements of ``text`` made, changed and ended; ``database``: the one the
+    client connected to (a table made is ``in`` it, or in the one a ``USE`` chose before it)."""
     rel = (("created_by", source),) if source else ()
     errors = [m.group(0).lower() for m in _SQL_ERROR.finditer(output[:MAX_SCAN])]
-    for kind, action, ident, g in _statements(pack, text):
+    uses = [(m.start(), m.group("db").lower()) for m in USE.finditer(_clean(text))] if (
+        "use" in text.lower() or "\\c" in text) else []  # fmt: skip
+    for kind, action, ident, g, at in _statements(pack, text):
+        current = next((db for start, db in reversed(uses) if start < at), database)
+        where = database_of(ident, current) if kind in DATABASE_KINDS else None
         if errors and _refused(ident, errors[:_MAX_SQL_ERRORS]):
             continue  # its statement failed: made nothing, ended nothing
         if kind == "row" and action == "create":
@@ -99,8 +119,11 @@ def sql_made(
         elif action == "move":  # ALTER TABLE x RENAME TO y
             was = f"{kind}:{g.get('from', '')}"
             yield Made(kind, ident, action, ident, (), (), by, was)
+        elif action == "create":
+            inside = (("in", f"database:{where}"),) if where else ()
+            yield Made(kind, ident, action, ident, (), (*rel, *inside), by)
         else:
-            yield Made(kind, ident, action, ident, (), rel if action == "create" else (), by)
+            yield Made(kind, ident, action, ident, (), (), by)
 
 
 def script_made(statements: Sequence[Statement], path: str, by: str) -> Iterator[Made]:

@@ -1,8 +1,9 @@
 """What a sub-agent (or a nearer ancestor) ended of what its lead made: a lead's file the
 sub-agent deleted, moved, or deleted with its folder is no longer there, and "the file I just
 created" asked in the sub-agent must not point at it. Each ancestor's events get the ends the
-sessions nearer the question saw of the paths they hold. Pure; bounded: ``MAX_FOLDER_ENDS``
-folders looked into per ancestor, each a pass over its paths.
+sessions nearer the question saw of the paths they hold, and of what a container they ended
+held (``rules/entities/contents_end``). Pure; bounded: ``MAX_FOLDER_ENDS`` folders looked into
+per ancestor, each a pass over its paths.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 MAX_FOLDER_ENDS = 16
+MAX_DEPTH = 3  # a database's tables' rows
+MAX_CONTENTS = 64  # ends of what containers held, per ancestor
 
 Event = Mapping[str, Any]
 
@@ -49,4 +52,33 @@ def with_ends(events: Sequence[Event], ends: Sequence[Event]) -> Sequence[Event]
             for path, typ in held.items()
             if path.startswith(prefix)
         ]
+    added += _contents(events, [e for e in [*ends, *added] if e.get("action") == "delete"])
     return [*events, *added] if added else events
+
+
+def _contents(events: Sequence[Event], deletes: Sequence[Event]) -> list[Event]:
+    """Ends of what ``events`` hold ``in`` a deleted entity (a lead's deployment in the namespace
+    a sub-agent deleted, its table in a dropped database), and of what those held in turn: up
+    to ``MAX_DEPTH`` containers deep, ``MAX_CONTENTS`` ends."""
+    inside: dict[str, list[Event]] = {}
+    for e in events:
+        for r in e.get("rel") or ():
+            if isinstance(r, (list, tuple)) and len(r) == 2 and r[0] == "in":
+                inside.setdefault(str(r[1]), []).append(e)
+    if not inside:
+        return []
+    out: list[Event] = []
+    frontier = [(str(d.get("path")), d) for d in deletes]
+    seen = {key for key, _ in frontier}
+    for _ in range(MAX_DEPTH):
+        found = []
+        for key, end in frontier:
+            for e in inside.get(key, ()):
+                path = str(e.get("path"))
+                if path not in seen and len(out) < MAX_CONTENTS:
+                    seen.add(path)
+                    out.append({**end, "path": path, "type": e.get("type"), "name": e.get("name"),
+                                "id": e.get("id")})  # fmt: skip
+                    found.append((path, end))
+        frontier = found
+    return out

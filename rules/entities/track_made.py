@@ -27,6 +27,8 @@ from rules.activity.shell_lex import split_commands
 from rules.activity.shell_parse import Effect, Verbs
 from rules.activity.sql_statements import Statement, script_statements
 from rules.activity.storable import MAX_PATH_CHARS
+from rules.entities.cache import made_event
+from rules.entities.contents_end import contents_ended
 from rules.entities.kill_patterns import pattern_regex
 from rules.entities.unknown_made import TRIED
 from rules.redact import holds_secret, redact_text
@@ -73,12 +75,9 @@ class MadeTracker:
                 self.alive.pop(str(e.get("from")), None)
             old = self.alive.get(key := str(e.get("path")))
             if old is not None and e.get("action") == "modify":  # `docker stop web`: its id stays
-                e = {**e, "attrs": {**(old.get("attrs") or {}), **(e.get("attrs") or {})}}
+                e = {**e, "attrs": {**(old.get("attrs") or {}), **(e.get("attrs") or {})},
+                     "rel": e.get("rel") or old.get("rel") or ()}  # and where it is
             self.alive[key] = e
-
-    def note_events(self, events: Iterable[Mapping[str, Any]]) -> None:
-        for e in events:
-            self._note(e)
 
     def _statements(self) -> dict[str, Sequence[Statement]]:
         return {p: [(s[0], s[1], s[2]) for s in v] for p, v in self.scripts.items()}
@@ -220,8 +219,7 @@ class MadeTracker:
         return self._kept(result_entities(self.pack, name, args, result, call))
 
     def _printed_json(self, command: str, result: str, call: str) -> list[Made]:
-        """What the JSON an API client printed showed (``shell_json``): the last command of the
-        line that is one."""
+        """What the JSON an API client printed showed (``shell_json``), the line's last one's."""
         clients = self.pack.results.get("json_clients") or {}
         for cmd in reversed(split_commands(command[:MAX_SCAN])):
             argv = list(cmd.argv)
@@ -319,10 +317,10 @@ class MadeTracker:
             )
             for target in self._ended(m) if m.action == "delete" else [m]:
                 out[(target.key, target.action)] = target
-        kept = list(out.values())
+        kept = list(out.values())  # and what a deleted namespace or database held
+        kept += [m for m in contents_ended(kept, self.alive) if (m.key, m.action) not in out]
         for m in kept:
-            self._note({"id": m.id, "path": m.key, "action": m.action, "type": m.kind,
-                        "name": m.name, "attrs": dict(m.attrs), "from": m.source})  # fmt: skip
+            self._note({**made_event(m, 0.0, "", 0, ""), "name": m.name})  # its rel too
         return kept
 
     def _ended(self, m: Made) -> list[Made]:

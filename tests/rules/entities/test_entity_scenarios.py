@@ -32,7 +32,9 @@ Kubernetes clusters, a notebook cell a code tool ran; probes_z.yaml: held-out th
 file, Kubernetes namespaces and port-forwards, Helm and Terraform, cron jobs, git tags, stashes,
 remotes, packages, conda environments, tmux sessions, users and groups, SSH keys, symlinks, in
 nine languages, through Codex's, Claude Code's and Gemini CLI's tools and from a sub-agent, with
-removals and prunes, dry runs and options before a subcommand) over
+removals and prunes, dry runs and options before a subcommand); probes_aa.yaml: what ends with its
+container (a namespace's resources, a database's tables, a table's rows) and what another one
+holds, which stays) over
 branches, commits, tags, stashes, containers, images, servers, tables, rows, virtualenvs, packages,
 cluster and cloud resources, API-created objects, relations, sub-agents and must-abstain cases, run
 as a live proxy would see them (tests/support/scenarios.py). The bar: every scenario passes, and no
@@ -82,6 +84,7 @@ SCENARIOS = [
         "probes_x.yaml",
         "probes_y.yaml",
         "probes_z.yaml",
+        "probes_aa.yaml",
     )
     for sc in load(HERE / name)
 ]
