@@ -21,6 +21,7 @@ from functools import partial
 from typing import Any, cast
 
 from proxy.generations import compact
+from proxy.protocols.anthropic_dropped import dropped_mark, marked_line
 from proxy.protocols.anthropic_lift import (
     lift_assistant,
     lift_system,
@@ -255,7 +256,12 @@ class AnthropicAdapter:
                     end += 1
                 run = messages[k:end]
                 whole = one_untouched_message(st, run)
-                if whole is not None:
+                mark = dropped_mark(st, messages, k, end) if whole is None else None
+                if mark is not None:  # not kept: the mark is the dropped messages', not the run's
+                    out.extend(marked_line(lift_user_run(st, run), run, mark))
+                    if recorder is not None:
+                        recorder.broken = True
+                elif whole is not None:
                     out.append(whole)
                     known.append(facts[st.parts[m.get(TAG)].index])  # type: ignore[index]
                 else:
