@@ -21,6 +21,7 @@ from functools import partial
 from typing import Any, cast
 
 from proxy.generations import compact
+from proxy.protocols.anthropic_dropped import dropped_mark, marked_line, too_many_marks
 from proxy.protocols.anthropic_lift import (
     lift_assistant,
     lift_system,
@@ -225,6 +226,7 @@ class AnthropicAdapter:
             system = lift_system(body.get("system"), parts["s"], messages[0])
             k = 1
         recorder = None
+        carried: list[tuple[int, list[Any]]] = []  # where a dropped message's mark went
         if hashes is not None and st.snapshot is not None:
             base = k
             k, reused = reuse_lifted(st, messages, hashes, base, out, known)
@@ -255,7 +257,14 @@ class AnthropicAdapter:
                     end += 1
                 run = messages[k:end]
                 whole = one_untouched_message(st, run)
-                if whole is not None:
+                mark = dropped_mark(st, messages, k, end) if whole is None else None
+                if mark is not None:  # not kept: the mark is the dropped messages', not the run's
+                    plain = lift_user_run(st, run)
+                    carried.append((len(out), plain))
+                    out.extend(marked_line(plain, run, mark))
+                    if recorder is not None:
+                        recorder.broken = True
+                elif whole is not None:
                     out.append(whole)
                     known.append(facts[st.parts[m.get(TAG)].index])  # type: ignore[index]
                 else:
@@ -266,6 +275,9 @@ class AnthropicAdapter:
                 known.extend([None] * (len(out) - len(known)))
             if recorder is not None:
                 recorder.group(messages, start, k, out, before)
+        if carried and too_many_marks(body, out):  # one still held elsewhere: none carried
+            for at, plain in reversed(carried):
+                out[at : at + len(plain)] = plain
         forwarded = dict(body)
         forwarded["messages"] = out
         lowered.known_facts = known
