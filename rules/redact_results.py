@@ -42,11 +42,12 @@ _PRINTED_VAR = re.compile(
     r"(?:echo(?:[ \t]++-[neE]{1,3})?[ \t]++\\{0,3}[\"']?\$\{?|printenv[ \t]++)"
     r"(?P<name>[A-Za-z_]\w{0,63})"
 )
-# A file read whole: by a shell's reader, or a read tool's path argument
+# A file read whole: by a shell's reader, or a read tool's file argument (not a bare ``path``:
+# Glob's and Grep's name a folder, and a listing of ``credentials/`` is no secret)
 _FILE_READ = re.compile(
     r"(?:cat|head|tail|more|less|strings|type|Get-Content)[ \t]++(?:-\S{1,16}[ \t]++){0,4}"
     r"(?P<path>[^\s|;&<>'\"\\]{1,512})"
-    r"|(?:file_?[pP]ath|absolute_path|\"path)\\{0,3}[\"']?[ \t]*+:[ \t]*+\\{0,3}[\"']"
+    r"|(?:file_?[pP]ath|absolute_path)\\{0,3}[\"']?[ \t]*+:[ \t]*+\\{0,3}[\"']"
     r"(?P<arg>[^\s'\"\\]{1,512})"
 )
 # the directories secrets are kept in (Docker's /run/secrets, a repo's secrets/)
@@ -61,6 +62,9 @@ _VPN_FILES = frozenset({"auth", "login", "pass", "userpass", "credentials"})
 _CALL_TEXT = 4096  # characters of a call's arguments read
 _MATCHES = 16  # variables printed and files read judged in one call, at most
 _RESULT_TEXT = 65_536  # a result longer is no secret printed alone
+# one-word lines a result may hold and be secrets printed: more is a listing a call beside the
+# read printed too (``export T=$(cat secrets/t); pip list``), each line no secret
+_MAX_ALONE = 4
 _ALONE = re.compile(r"[ \t]*+(?P<word>\S{4,1024}+)[ \t]*+\r?")
 _KEPT_WORDS = frozenset({"null", "none", "true", "false", "output:", "done", "(no output)"})
 _CODEX_OUTPUT = "\nOutput:\n"  # Codex's header before a command's output
@@ -118,7 +122,8 @@ def redact_printed(messages: list[Any], ids: set[str]) -> None:
     results of the calls ``ids`` names."""
     named: dict[str, int] = {}
     for holder, field in _results(messages, ids, named):
-        holder[field] = _printed(holder[field], 0)
+        if field in holder:  # a result may have none (Anthropic's tool_result without content)
+            holder[field] = _printed(holder[field], 0)
 
 
 def _calls(messages: list[Any], named: dict[str, int]) -> list[tuple[str, str]]:
@@ -226,6 +231,7 @@ def _printed_text(text: str) -> str:
     if not sep:
         head, body = "", text
     lines = body.split("\n")
+    alone: list[tuple[int, re.Match[str]]] = []
     for i, line in enumerate(lines):
         m = _ALONE.fullmatch(line)
         if m is None:
@@ -233,6 +239,11 @@ def _printed_text(text: str) -> str:
         word = m["word"]
         if word.lower() in _KEPT_WORDS or word.startswith(REDACTED) or _tag(word):
             continue
+        alone.append((i, m))
+        if len(alone) > _MAX_ALONE:  # a listing (packages, hashes, files), not a secret printed
+            return text
+    for i, m in alone:
+        line = lines[i]
         lines[i] = line[: m.start("word")] + REDACTED + line[m.end("word") :]
     return head + sep + "\n".join(lines)
 

@@ -106,3 +106,41 @@ def test_calls_are_read_in_linear_time(word: str) -> None:
     with cpu_timer() as took:
         redact(body)
     assert took.seconds < 0.25, f"{took.seconds:.3f} s"
+
+
+@pytest.mark.parametrize("missing", ["messages", "responses", "gemini"])
+def test_a_result_without_its_output_field_is_redacted_whole(missing: str) -> None:
+    """A result may carry no output field (Anthropic's tool_result without content): it was read
+    as there, and redaction raised (a captured body's 500 on every retry)."""
+    body = {"messages": messages, "responses": responses, "gemini": gemini}[missing](
+        "cat secrets/db_password", SECRET
+    )
+    items = body.get("messages") or body.get("input") or body["contents"]
+    result = items[1]
+    holder = result["content"][0] if missing == "messages" else result
+    if missing == "gemini":
+        holder = result["parts"][0]["functionResponse"]
+    holder.pop({"messages": "content", "responses": "output", "gemini": "response"}[missing])
+    assert redact(body) is not None
+
+
+def test_a_folder_given_to_a_search_tool_is_no_secret_read() -> None:
+    """Glob's ``path`` names a folder: a listing of ``credentials/`` had every line redacted."""
+    listing = "/repo/app/credentials/__init__.py\n/repo/app/credentials/store.py"
+    body = {"messages": [
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "g1", "name": "Glob",
+            "input": {"pattern": "**/*.py", "path": "/repo/app/credentials"}}]},
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "g1", "content": listing}]},
+    ]}  # fmt: skip
+    assert redact(body)["messages"][1]["content"][0]["content"] == listing
+
+
+def test_a_listing_beside_a_secret_read_keeps_its_lines() -> None:
+    """The secret read in ``$(…)`` and a listing printed after it: every package and hash went."""
+    listing = "Django==4.2\nrequests==2.31\nurllib3==2.0.7\nabc1234\ndef5678\n0a1b2c3"
+    command = "export TOKEN=$(cat secrets/token); pip list --format=freeze | head -3; git log -3"
+    out = redact(chat(command, listing))["messages"][1]["content"]
+    assert out == listing
+    # one secret printed alone still goes
+    assert SECRET not in redact(chat("cat secrets/token", SECRET + "\n"))["messages"][1]["content"]
