@@ -230,7 +230,7 @@ HARNESS_TAGS = (
 )
 # A user turn a harness writes, not the user: Claude Code's summary after a compaction of its
 # own and its mark of an interruption, OpenHands' nudge when the model answered without a tool
-# call, Codex's AGENTS.md. Read from the turn's start.
+# call, Codex's AGENTS.md. Read from the turn's start (``harness_turn``).
 HARNESS_TURNS = (
     "This session is being continued from a previous conversation",
     "Please continue working on the task on whatever approach you think is suitable",
@@ -247,13 +247,24 @@ HARNESS_TURNS = (
     "Don't try and edit any existing code without asking me to add the files to the chat!",
     "Here are some READ ONLY files, provided for your reference.",
     "I switched to a new code base. Please don't consider the above files",
-    # and what it says of the edits it applied, and its lint reflection
-    "I committed the changes with git hash ",
-    "I updated the files.",
-    "I edited the files myself.",
-    "I didn't see any properly formatted edits in your reply?!",
-    "# Fix any errors below, if possible.",
+    "# Fix any errors below, if possible.",  # its lint reflection, the linter's output after it
 )
+# Aider's words on the edits it applied, each its whole turn: a user may start a turn so ("I
+# updated the files. Now run the tests"), and that turn is the user's
+_HARNESS_WHOLE_TURNS = frozenset(
+    {"I updated the files.", "I edited the files myself.",
+     "I didn't see any properly formatted edits in your reply?!"}
+)  # fmt: skip
+_COMMIT_REPORT = "I committed the changes with git hash "  # one line: "… & commit msg: …"
+
+
+def harness_turn(text: str) -> bool:
+    """Whether the user turn ``text`` (its leading blanks stripped) is one a harness wrote."""
+    if text.startswith(HARNESS_TURNS):
+        return True
+    text = text.rstrip()
+    return text in _HARNESS_WHOLE_TURNS or (text.startswith(_COMMIT_REPORT) and "\n" not in text)
+
 # Aider's turn after its worked examples (a user's ask and the edit answering it, each): the user
 # turns before it are the examples', not the user's
 EXAMPLES_END_TURN = "I switched to a new code base. Please don't consider the above files"

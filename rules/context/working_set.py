@@ -30,12 +30,12 @@ from rules.context.block_line import one_line
 from rules.context.ledger_record import record
 from rules.messages import (
     EXAMPLES_END_TURN,
-    HARNESS_TURNS,
     INJECT_OPEN,
     INTERRUPTED,
     PLACEHOLDER_PREFIX,
     after_examples,
     content_hash,
+    harness_turn,
     last_where,
     lenient_hash,
     text_of,
@@ -84,7 +84,7 @@ def _user_text(message: Message) -> str:
 
 def _users_own(message: Message) -> bool:
     text = _user_text(message)
-    return bool(text) and not text.startswith((PLACEHOLDER_PREFIX, *HARNESS_TURNS))
+    return bool(text) and not (text.startswith(PLACEHOLDER_PREFIX) or harness_turn(text))
 
 
 def _is_users_turn(message: Message) -> bool:

@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from rules.base import ListMemo, Message
 from rules.entities.ref_detect import strip_injected
 from rules.messages import (
-    HARNESS_TURNS,
     INJECT_OPEN,
     PLACEHOLDER_PREFIX,
+    harness_turn,
     last_where,
     text_of,
 )
@@ -28,7 +28,7 @@ def _users_own(message: Message) -> bool:
     if own[0].isspace():  # rare: only then is a stripped copy made
         own = own.lstrip()
     # nor a turn the harness wrote (a compaction's summary retells the session's references)
-    return not own.startswith((PLACEHOLDER_PREFIX, *HARNESS_TURNS))
+    return not (own.startswith(PLACEHOLDER_PREFIX) or harness_turn(own))
 
 
 # How far from the end the user's latest own message is looked for before the incremental search

@@ -24,12 +24,12 @@ from rules.context.overlay import anchors_of
 from rules.loops import note, receipts
 from rules.loops.detect import Loop, Step, detect, make_step
 from rules.messages import (
-    HARNESS_TURNS,
     INJECT_OPEN,
     INTERRUPTED,
     PLACEHOLDER_PREFIX,
     call_arguments_text,
     call_name,
+    harness_turn,
     text_of,
     without_harness,
 )
@@ -196,7 +196,7 @@ def _noted_at(
 
 def _users_own(message: Message) -> bool:
     """Whether a user-role message holds the user's own words: not only a harness's tagged blocks
-    (a ``<system-reminder>``), its marks and nudges (``HARNESS_TURNS``), or the proxy's text."""
+    (a ``<system-reminder>``), its marks and nudges (``harness_turn``), or the proxy's text."""
     if message.get("role") != "user":
         return False
     text = text_of(message.get("content"))
@@ -205,7 +205,7 @@ def _users_own(message: Message) -> bool:
     if text.startswith(INTERRUPTED):  # Claude Code's mark; the user's words, if any, follow it
         end = text.find("]")
         text = text[end + 1 :].strip() if end >= 0 else ""
-    return bool(text) and not text.startswith((PLACEHOLDER_PREFIX, *HARNESS_TURNS))
+    return bool(text) and not (text.startswith(PLACEHOLDER_PREFIX) or harness_turn(text))
 
 
 def _users_turn(messages: Sequence[Message], low: int, high: int) -> int:

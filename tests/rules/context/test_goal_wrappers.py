@@ -142,3 +142,18 @@ def test_aiders_examples_and_context_turns_are_not_the_goal() -> None:
     ):
         reflected = ledger_of(*AIDER, user("Now add a test"), assistant("…"), user(said))
         assert reflected["instruction"] == "Now add a test"
+    for said in ("I updated the files.", "I edited the files myself."):
+        reflected = ledger_of(*AIDER, user("Now add a test"), assistant("…"), user(said))
+        assert reflected["instruction"] == "Now add a test"
+
+
+def test_a_users_turn_that_starts_as_aiders_edit_report_is_the_users() -> None:
+    """Aider's edit reports are whole turns: a user's turn that begins with the same words and
+    goes on is the user's own (it was read as the harness's, the older instruction kept)."""
+    for said in (
+        "I updated the files. Now delete the deployment you just created.",
+        "I edited the files myself. Please run the tests again.",
+        "I committed the changes with git hash 1a2b3c4 & commit msg: wip\nNow push the branch.",
+    ):
+        ledger = ledger_of(*AIDER, user("Now add a test"), assistant("…"), user(said))
+        assert ledger["instruction"] == " ".join(said.split())  # the instruction is one line
