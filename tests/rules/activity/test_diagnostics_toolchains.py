@@ -364,3 +364,29 @@ def test_a_dotnet_test_failure_is_placed_and_its_pass_closes() -> None:
         14,
     )
     assert diagnostics.parse(DOTNET_TEST_PASS, None).verdict == "pass"
+
+
+JEST_SUITE_FAILED = """FAIL src/app.test.js
+  ● Test suite failed to run
+
+    SyntaxError: /repo/src/app.js: Unexpected token (3:4)
+
+Test Suites: 1 failed, 1 total
+Tests:       0 total
+"""
+JEST_CUT = """FAIL src/sum.test.js
+  ● sum › adds 1 + 2 to equal 3
+
+    expect(received).toBe(expected) // Object.is equality
+
+      at Object.<anonymous> (src/sum.test.js:4:17)
+"""
+
+
+@pytest.mark.parametrize("text", [JEST_SUITE_FAILED, JEST_CUT])
+def test_a_jest_failure_without_a_failed_test_count_is_a_diagnostic(text: str) -> None:
+    """A suite that failed to run counts no test, and ``npx jest | head`` cuts the summary: its
+    ``●`` heading (a note, counted in a failed run) opened nothing, for no fail marker was read."""
+    outcome = diagnostics.parse(text, 1)
+    assert outcome.verdict == "fail"
+    assert [d["message"] for d in outcome.diagnostics if d.get("tool") == "jest"]
