@@ -73,6 +73,8 @@ def one_off(argv: Iterable[str], where: str, ledger: Mapping[str, Any]) -> bool:
             skip = True
         elif not word.startswith("-"):
             return _made(word, where, ledger)
+        elif word.startswith("--"):
+            return False  # a mode of its own (``node --test``: the project's tests), no stdin
     return True  # standard input: ``python <<'EOF'``, ``bash <<'EOF'``
 
 
@@ -82,6 +84,10 @@ def _installs(verb: str, words: list[str]) -> bool:
     if verb not in INSTALLERS:
         return False
     sub = [w for w in words[1:4] if not w.startswith("-")]
+    if verb in ("go", "cargo") and sub[:1] == ["install"]:
+        # a package fetched (``go install x/y@latest``, ``cargo install ripgrep``), not the
+        # project's own build installed (``go install ./...``, ``cargo install --path .``)
+        return any(not w.startswith(("-", ".", "/")) for w in words[2:]) and "--path" not in words
     return bool(sub) and (sub[0] in _INSTALLING or sub[:2] == ["pip", "install"])
 
 

@@ -81,6 +81,9 @@ def test_a_script_made_by_a_file_tool_is_a_one_off() -> None:
         "cd /repo && python manage.py test app",  # the project's own script
         "python -m django test app",
         "pytest tests/test_a.py",
+        "node --test",  # the project's test files, no inline code nor standard input
+        "go install ./...",  # the project's own build installed, no package fetched
+        "cargo install --path .",
     ],
 )
 def test_a_project_run_stays_open_until_it_passes(project_run: str) -> None:
