@@ -127,7 +127,7 @@ class FairLRU(Generic[K, V]):
                 own.bytes += cost - hit[1]
                 self._bytes += cost - hit[1]
                 self._changed(principal, own)
-            self._evict()
+            self._evict(key)
             return
         self._take(key)
         self._entries[key] = (value, cost, principal)
@@ -138,7 +138,7 @@ class FairLRU(Generic[K, V]):
         held.bytes += cost
         self._bytes += cost
         self._changed(principal, held)
-        self._evict()
+        self._evict(key)
 
     def pop(self, key: K) -> V | None:
         """Drop ``key``'s entry; its value (None: none kept)."""
@@ -182,7 +182,10 @@ class FairLRU(Generic[K, V]):
                 return principal
             heapq.heappop(heap)
 
-    def _evict(self) -> None:
+    def _evict(self, put: K) -> None:
+        """``put``: the key just put, which a ``keep`` floor keeps: when it is the heaviest
+        principal's oldest (its only entry, larger than all the others), the oldest of the
+        others goes instead."""
         while len(self._entries) > self.keep:
             if len(self._entries) > self.max_entries:
                 heap = self._by_entries
@@ -192,6 +195,8 @@ class FairLRU(Generic[K, V]):
                 return
             held = self._held[self._heaviest(heap)]
             key = next(iter(held.order))
+            if key == put and self.keep:
+                key = next(k for k in self._entries if k != put)
             value = self._entries[key][0]
             self._take(key)
             if self.on_evict is not None:

@@ -116,3 +116,13 @@ def test_the_unverified_told_of_are_bounded() -> None:
     finally:
         for name in names:
             charge_groups.verified(name)
+
+
+def test_the_entry_just_put_stays_however_large() -> None:
+    """With a floor (``keep``), the entry just put stays: a state larger than the cache's bytes
+    was the heaviest principal's oldest and went at once (its session read the store on each
+    request), while another principal's small one stayed."""
+    lru: FairLRU[str, str] = FairLRU(max_entries=100, max_bytes=1000, keep=1)
+    lru.put("tenant-x/a", "small", "tenant-x", 10)
+    lru.put("tenant-y/b", "large", "tenant-y", 5000)
+    assert (lru.peek("tenant-y/b"), lru.peek("tenant-x/a")) == ("large", None)
