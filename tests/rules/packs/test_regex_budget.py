@@ -306,3 +306,13 @@ def test_injected_blocks_are_stripped_in_linear_time() -> None:
     with cpu_timer() as took:
         assert strip_injected(INJECT_OPEN * 200_000) == " "
     assert took.seconds < 0.5
+
+
+def test_an_upload_line_pattern_stops_at_each_carriage_return() -> None:
+    """The S3 upload lines are read after a progress line's ``\\r``: a lazy run to the line's
+    end from every ``\\rupload: `` read 4 KiB each (0.29 s on 54 KB of them, 1 ms now)."""
+    (pattern,) = {p for label, p in PACK_PATTERNS if "upload:" in p.pattern}
+    with cpu_timer() as took:
+        for _ in pattern.finditer("\rupload: " * 6000):
+            pass
+    assert took.seconds < 0.05
