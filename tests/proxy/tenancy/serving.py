@@ -4,6 +4,9 @@ client that returns, with each answer, the bytes the upstream received for it.""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -92,3 +95,17 @@ class Served:
             assert seen.header("x-api-key") in (None, "sk-upstream")
         assert notes_hold(seen.body), seen.body.decode()
         return r, seen.body
+
+
+@contextmanager
+def passthrough_served(db_dir: Path, upstream: EdgeUpstream) -> Iterator[tuple[str, Any]]:
+    """The proxy in passthrough before ``upstream``, served on loopback: its URL and its app."""
+    from proxy.app import create_app
+    from tests.support.live import serve_in_thread, stop
+
+    app = create_app(tenancy_settings(upstream, "passthrough"), db_path=str(db_dir / "db"))
+    server, base = serve_in_thread(app)
+    try:
+        yield base, app
+    finally:
+        stop(server)

@@ -21,6 +21,7 @@ from proxy.app import create_app
 from proxy.principals import UNVERIFIED, VERIFIED_PER_NETWORK, Principals, unverified_lane
 from proxy.settings import AuthSettings
 from tests.proxy.tenancy.conftest import tenancy_settings
+from tests.proxy.tenancy.serving import passthrough_served
 from tests.support.edge_upstream import EdgeUpstream, Reply
 from tests.support.factories import chat_completion
 from tests.support.live import serve_in_thread, stop
@@ -95,12 +96,8 @@ def heavy(tag: str) -> bytes:
 
 @pytest.fixture
 def served(tmp_path: Path, upstream: EdgeUpstream) -> Iterator[tuple[str, Any]]:
-    app = create_app(tenancy_settings(upstream, "passthrough"), db_path=str(tmp_path / "db"))
-    server, base = serve_in_thread(app)
-    try:
-        yield base, app
-    finally:
-        stop(server)
+    with passthrough_served(tmp_path, upstream) as served:
+        yield served
 
 
 def post(base: str, key: str, body: bytes) -> int:

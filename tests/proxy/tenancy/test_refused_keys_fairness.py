@@ -16,12 +16,10 @@ import httpx
 import orjson
 import pytest
 
-from proxy.app import create_app
 from proxy.principals import split_scoped
-from tests.proxy.tenancy.conftest import tenancy_settings
+from tests.proxy.tenancy.serving import passthrough_served
 from tests.support.edge_upstream import EdgeUpstream, Reply, Seen
 from tests.support.factories import chat_completion
-from tests.support.live import serve_in_thread, stop
 
 KNOWN = "sk-known"
 BOUND = 8
@@ -37,12 +35,10 @@ def by_key(seen: Seen) -> Reply:
 @pytest.fixture
 def served(tmp_path: Path, upstream: EdgeUpstream) -> Iterator[tuple[str, Any]]:
     upstream.choose = by_key
-    app = create_app(tenancy_settings(upstream, "passthrough"), db_path=str(tmp_path / "db"))
-    server, base = serve_in_thread(app)
     try:
-        yield base, app
+        with passthrough_served(tmp_path, upstream) as served:
+            yield served
     finally:
-        stop(server)
         upstream.choose = None
 
 
