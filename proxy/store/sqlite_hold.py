@@ -6,14 +6,21 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import aiosqlite
 
 from proxy.store.session_locks import LocalSession as _Held
+from proxy.store.session_locks import SessionLocks
+from rules.base import SessionState
 
-if TYPE_CHECKING:
-    from proxy.store.sqlite import SQLiteStore
+
+class _Store(Protocol):
+    """What a hold reads of ``SQLiteStore`` (named so, not imported: it imports this module)."""
+
+    locks: SessionLocks
+
+    async def load_state(self, session_id: str) -> tuple[SessionState, str | None]: ...
 
 
 @dataclass(frozen=True)
@@ -41,7 +48,7 @@ class Hold:
 
     __slots__ = ("session_id", "store")
 
-    def __init__(self, store: SQLiteStore, session_id: str) -> None:
+    def __init__(self, store: _Store, session_id: str) -> None:
         self.store, self.session_id = store, session_id
 
     async def __aenter__(self) -> _Held:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from rules.activity.shell_words import has_short
+from rules.activity.shell_words import has_short, resolve_path
 
 MAX_FILES = 32  # operands followed per command
 _NO_FILE = frozenset(("--stdout", "--to-stdout", "--test", "--list", "--recursive"))
@@ -33,8 +33,6 @@ def compressed(
     values: Mapping[str, str],
 ) -> None:
     """The files a compressor's operands became (made; the operands removed unless kept)."""
-    from rules.activity.shell_parse import resolve_path  # it reads this module: here, not above
-
     flags = list(flags)
     if has_short(flags, "ctlr") or _NO_FILE.intersection(flags):
         return

@@ -28,7 +28,14 @@ from rules.activity.shell_lex import SimpleCommand, file_like, split_commands
 from rules.activity.shell_loops import loop_runs
 from rules.activity.shell_verbs_pack import Verbs as Verbs  # where callers look
 from rules.activity.shell_verbs_pack import load_verbs as load_verbs  # where callers look
-from rules.activity.shell_words import EXPANDED, has_short, operands, shell_script, without_prefixes
+from rules.activity.shell_words import (
+    EXPANDED,
+    has_short,
+    operands,
+    shell_script,
+    without_prefixes,
+)
+from rules.activity.shell_words import resolve_path as resolve_path  # where callers look
 from rules.activity.storable import placeable
 from rules.activity.system_paths import appended_file_was_there, system_folder
 
@@ -52,15 +59,6 @@ class ShellOutcome:
     # what the line made that only the shell could name (`mkdir out-$(date +%s)`): (action,
     # type or None for either), so "the folder you just created" is not taken for an older one
     unknown: tuple[tuple[str, str | None], ...] = ()
-
-
-def resolve_path(path: str, cwd: str | None) -> str:
-    """``path`` made absolute against ``cwd`` when it can be; ``~`` stays as written."""
-    for home in ("$HOME", "${HOME}"):
-        if path == home or path.startswith(home + "/"):
-            path = "~" + path[len(home) :]
-    joined = path if path.startswith(("/", "~")) or not cwd else posixpath.join(cwd, path)
-    return posixpath.normpath(joined) if joined else joined
 
 
 def guess_type(path: str, recursive: bool) -> str:

@@ -4,6 +4,7 @@ from ``-c``."""
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Collection, Sequence
 
 EXPANDED = "$expanded"  # key in the option values: some operand held $VAR / $(…) / `…`
@@ -90,3 +91,12 @@ def without_prefixes(
                 break
             i += 2 if words[i] in takes else 1
     return words[i:]
+
+
+def resolve_path(path: str, cwd: str | None) -> str:
+    """``path`` made absolute against ``cwd`` when it can be; ``~`` stays as written."""
+    for home in ("$HOME", "${HOME}"):
+        if path == home or path.startswith(home + "/"):
+            path = "~" + path[len(home) :]
+    joined = path if path.startswith(("/", "~")) or not cwd else posixpath.join(cwd, path)
+    return posixpath.normpath(joined) if joined else joined
