@@ -280,7 +280,8 @@ def test_an_error_event_of_a_stream_is_cut_before_it_is_redacted() -> None:
     event: each is cut to a few KiB first (its start redacted as before)."""
     message = "&pwd=" * 12_000
     data = orjson.dumps({"error": {"type": "server_error", "message": message}})
-    began = time.process_time()
+    REDACTOR.event(b'event: error\ndata: {"error": {"message": "&pwd=x"}}', whole=True)  # warm
+    began = time.process_time()  # an event's cost, not the patterns' first compilation
     out = REDACTOR.event(b"event: error\ndata: " + data, whole=True)
     tail = REDACTOR.event(b"&pwd=" * 12_000, whole=False)
     assert time.process_time() - began < 0.1
