@@ -227,7 +227,12 @@ class PostgresStore(PgHolds, PgReads):
         slots = contextlib.AsyncExitStack()
         try:
             if slot is not None:
+                queued = time.monotonic()
                 await slots.enter_async_context(slot)
+                # the principal's own queue (its other sessions' holds), not a wait for a lock or
+                # a connection: not charged to the lock timeout, or a tenant's 30 concurrent
+                # requests served their last ones read-only (their state unsaved)
+                deadline += time.monotonic() - queued
             left_ms = max(1, int((deadline - time.monotonic()) * 1000))
             held = await self._hold(session_id, keep, left_ms)
             try:

@@ -6,6 +6,7 @@ whose connection dies frees its sessions; the next holder always reads the last 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 
 import asyncpg
@@ -183,6 +184,38 @@ async def test_requests_queued_on_a_session_wait_one_lock_timeout_in_all(
     assert b.lock_timeouts == 4
     async with b.session("s") as held:  # a let go: held, and the state as a saved it
         assert not held.read_only and held.state.get("n") == 1
+    await a.flush()
+    await b.flush()
+    assert await advisory_locks(url) == 0
+
+
+async def test_the_wait_for_the_principals_slot_is_not_charged_to_the_lock_timeout(
+    two: tuple[PostgresStore, PostgresStore], url: str
+) -> None:
+    """A request waits for one of its principal's slots (``hold_slots``: its other sessions'
+    holds) past the lock timeout, then for the session's lock, held a moment by another replica.
+    The slot's wait is its own queue: charged to the lock timeout, the hold had a millisecond
+    left and served the session read-only (its state unsaved) under a tenant's burst."""
+    a, b = two
+    async with a.session("s") as held:
+        await held.save(SessionState({"n": 1}), None)
+    await a.flush()
+
+    @contextlib.asynccontextmanager
+    async def queued_slot() -> AsyncIterator[None]:
+        await asyncio.sleep(0.5)  # the principal's other holds, past the 0.3 s lock timeout
+        yield
+
+    async def other_replica() -> None:
+        async with a.session("s"):
+            await asyncio.sleep(0.6)  # lets go 0.1 s after the slot is had
+
+    holder = asyncio.create_task(other_replica())
+    await asyncio.sleep(0.05)
+    async with b.session("s", queued_slot()) as held_b:
+        assert not held_b.read_only and held_b.state.get("n") == 1
+    await holder
+    assert b.lock_timeouts == 0
     await a.flush()
     await b.flush()
     assert await advisory_locks(url) == 0
