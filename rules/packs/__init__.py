@@ -286,20 +286,26 @@ def slow_input(
     (over ``limit`` seconds, or time growing superlinearly), or None when it keeps it."""
     for probe in probes(pattern):
         room = max(1, size - len(probe.head) - len(probe.tail))
-        done: list[int] = []  # repetition counts tried
+        done: list[tuple[int, float]] = []  # repetition counts tried, and their times
         for n in _reps(len(probe.unit), room):
             text = probe.text(n)
             took = _elapsed(pattern, text)
             if took > limit and (took := _elapsed(pattern, text, 2)) > limit:
                 return f"{took:.3f} s on {probe.describe(n)}"
-            if took > _MEASURABLE and len(done) >= 2 and n >= 3.5 * done[-2]:
-                growth, took = _growth(pattern, probe, done[-2], n)
+            if took > _MEASURABLE and len(done) >= 2 and n >= 3.5 * done[-2][0]:
+                # judged on the timings at hand first; only a growth that looks superlinear is
+                # timed again (best of three): most of the check's time went to re-timing
+                # linear patterns
+                m, before = done[-2]
+                growth = math.log(took / max(before, 1e-6)) / math.log(n / m)
+                if growth > SUPERLINEAR:
+                    growth, took = _growth(pattern, probe, m, n)
                 if growth > SUPERLINEAR and took > _MEASURABLE:
                     # a busy machine can fake it at these sizes: confirm on a 4x larger input
                     growth, took = _growth(pattern, probe, n, 4 * n)
                     if growth > SUPERLINEAR or took > 4 * limit:
                         return f"time grows as size^{growth:.1f} on {probe.describe(4 * n)}"
-            done.append(n)
+            done.append((n, took))
     return None
 
 
