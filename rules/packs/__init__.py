@@ -18,6 +18,8 @@ from typing import Any, NamedTuple
 
 import yaml
 
+from rules.regex_literals import compile_once
+
 BUILTIN_DIR = Path(__file__).resolve().parent
 
 
@@ -323,7 +325,7 @@ def compile_regex(source: str, flags: int, where: str, check: bool = True) -> re
     """``re.compile(source, flags)``; a ValueError naming the pattern when it is not a regex or,
     with ``check``, when it backtracks too much on an adversarial input."""
     try:
-        pattern = re.compile(source, flags)
+        pattern = compile_once(source, flags)
     except re.error as exc:
         raise ValueError(f"{where}: bad regex {source!r}: {exc}") from None
     slow = _verdict(source, flags) if check else None
