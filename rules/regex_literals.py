@@ -27,7 +27,9 @@ def parse_tree(pattern: str, flags: int) -> Any:
     what loading it costs. The tree is shared: readers must not change it."""
     # as re itself reads them: a text pattern is Unicode unless ASCII (a compiled pattern's
     # ``flags`` say so, the flags it was compiled with may not)
-    return _parse(pattern, flags if flags & re.ASCII else flags | re.UNICODE)
+    # (plain ints: flags held as re.RegexFlag make re's compiler step through enum operators)
+    flags = int(flags)
+    return _parse(pattern, flags if flags & re.ASCII.value else flags | re.UNICODE.value)
 
 
 @functools.lru_cache(maxsize=1)
@@ -41,6 +43,7 @@ def compile_once(source: str, flags: int = 0) -> re.Pattern[str]:
     parsed each template twice (a third of ``ctxproxy``'s start-up, ~1 s). re's own steps from
     its parse on (``re._compiler.compile``); where they are not what this Python has,
     ``re.compile``."""
+    flags = int(flags)
     tree = parse_tree(source, flags)
     try:
         code = _compiler._code(tree, flags)
