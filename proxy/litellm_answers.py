@@ -5,7 +5,9 @@ the loop 30 s; a stream line that never ended grew to 5 GB), whatever the other 
 for. Each answer is asked for uncompressed; one compressed all the same is inflated here, a
 piece at a time, the loop let go between pieces; a whole answer past ``MAX_ANSWER_BYTES``, or an
 event stream's line past ``MAX_LINE_BYTES``, breaks off as a failed read (the client is told
-the upstream failed, 502); so does a whole answer to a request for a stream. A redirect is never
+the upstream failed, 502); so does a whole answer to a request for a stream. An event stream's
+lines that carry no event (comments, ``retry:``, an empty ``data:``) are taken off, which
+litellm's readers took for broken events (``proxy.sse_lines``). A redirect is never
 followed, as the native relays follow none: its ``Location`` is taken off, so the client is told
 of the 3xx (litellm's clients followed it, with the server's ``x-api-key`` and the body, to
 whatever host it named).
@@ -26,6 +28,8 @@ from typing import Any
 
 import httpx
 import orjson
+
+from proxy.sse_lines import SseLines
 
 # A whole answer litellm parses on the loop: a model's is a few MB at most (128 K tokens of
 # output, with log-probabilities); the native relays, which parse none, pass up to 64 MiB
@@ -144,21 +148,28 @@ class _BoundedStream(httpx.AsyncByteStream):
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         total = line = 0
+        lines = SseLines() if self._streamed else None
         async for raw in self._inner:
             async for piece in self._read(raw):
                 total += len(piece)
-                if self._streamed:
+                if lines is not None:
                     end = piece.rfind(b"\n")
                     line = len(piece) - end - 1 if end >= 0 else line + len(piece)
                     if line > MAX_LINE_BYTES:
                         raise httpx.RemoteProtocolError(
                             f"an event of the upstream's stream runs past {MAX_LINE_BYTES} bytes"
                         )
+                    piece = lines.feed(piece)  # what litellm's readers could not take, left out
+                    if not piece:
+                        continue
                 elif total > MAX_ANSWER_BYTES:
                     raise httpx.RemoteProtocolError(
                         f"the upstream's answer runs past {MAX_ANSWER_BYTES} bytes"
                     )
                 yield piece
+        rest = lines.end() if lines is not None else b""
+        if rest:
+            yield rest
 
     async def _read(self, raw: bytes) -> AsyncIterator[bytes]:
         """``raw`` as it reads: inflated a piece at a time, each checked before the next is
