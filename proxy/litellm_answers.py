@@ -40,6 +40,11 @@ _INFLATED = {"gzip": 47, "x-gzip": 47, "deflate": 47}  # zlib's wbits: a gzip or
 _INSTALLED = "_ctxproxy_bounded"
 
 
+class RefusedAnswer(httpx.RemoteProtocolError):
+    """An answer the upstream did send, refused here: not a connection that failed (the client
+    is told the answer could not be read, not that the upstream could not be reached)."""
+
+
 def install() -> None:
     from litellm.llms.custom_httpx.aiohttp_transport import LiteLLMAiohttpTransport
     from litellm.llms.custom_httpx.http_handler import AsyncHTTPHandler
@@ -101,9 +106,7 @@ def _bounded(
             wbits = _INFLATED.get(encoding)
             if wbits is None:
                 await response.aclose()
-                raise httpx.RemoteProtocolError(
-                    f"the upstream's answer came {encoding!r}-encoded, which is not read"
-                )
+                raise RefusedAnswer(f"it came {encoding!r}-encoded, which is not read")
             del response.headers["content-encoding"]  # inflated here, not by httpx
         kind = response.headers.get("content-type", "")
         streamed = "text/event-stream" in kind
@@ -115,7 +118,7 @@ def _bounded(
             # a stream asked for, a whole answer given: litellm read no event of it and made an
             # empty, finished answer of it (the upstream's fault hidden as a success)
             await response.aclose()
-            raise httpx.RemoteProtocolError("the upstream answered a stream with a whole answer")
+            raise RefusedAnswer("a whole answer to a request for a stream")
         response.stream = _BoundedStream(response.stream, streamed, wbits)
         return response
 
@@ -124,9 +127,12 @@ def _bounded(
 
 
 def _asks_stream(request: httpx.Request) -> bool:
-    """Whether the request's JSON body asks for a stream: its own ``stream`` is true. Parsed
-    only when the bytes name one (``"stream": true`` at any depth but inside a string, whose
-    quotes would be escaped): a tool's schema may hold a property so named."""
+    """Whether the request asks for a stream: Gemini's ``alt=sse``, or its JSON body's own
+    ``stream`` is true. The body parsed only when the bytes name one (``"stream": true`` at any
+    depth but inside a string, whose quotes would be escaped): a tool's schema may hold a
+    property so named."""
+    if request.url.params.get("alt") == "sse":
+        return True
     try:
         content = request.content
     except httpx.RequestNotRead:

@@ -19,7 +19,7 @@ from tests.conftest import in_process, log_rows
 from tests.proxy.upstream.test_bridge_stream_open import fresh_clients  # noqa: F401
 from tests.proxy.upstream.test_stream_deadline import settings
 from tests.support.anthropic_upstream import message_events, sse_reply
-from tests.support.edge_upstream import EdgeUpstream
+from tests.support.edge_upstream import EdgeUpstream, Reply
 
 os.environ["DISABLE_AIOHTTP_TRANSPORT"] = "True"
 pytestmark = pytest.mark.filterwarnings(
@@ -108,3 +108,37 @@ def test_the_lines_come_whole_whatever_the_reads() -> None:
         lines = SseLines()
         out = b"".join(lines.feed(stream[i : i + size]) for i in range(0, len(stream), size))
         assert out + lines.end() == kept, size
+
+
+# a client of each protocol asking a stream of a model reached through litellm
+STREAMS = {
+    "messages to openai": CASES["messages to openai"][:2],
+    "chat to anthropic": CASES["chat to anthropic"][:2],
+    "responses to anthropic": (
+        "/v1/responses",
+        {"model": "claude-x", "input": "hi", "stream": True},
+    ),
+    "chat to gemini": CASES["chat to gemini"][:2],
+    "gemini to openai": (
+        "/v1beta/models/gpt-4o:streamGenerateContent?alt=sse",
+        {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]},
+    ),
+}
+
+
+@pytest.mark.parametrize("case", STREAMS)
+async def test_a_whole_answer_to_a_stream_is_not_called_unreachable(
+    tmp_path: Path, edge: EdgeUpstream, case: str
+) -> None:
+    """The upstream was reached, and answered: a whole answer (JSON, a gateway's page) to a
+    request for a stream is one the proxy could not read, not a connection that failed (the
+    client and the log were told "could not be reached", an operator looked for a network
+    fault)."""
+    path, body = STREAMS[case]
+    edge.reply = Reply(headers=[("content-type", "application/json")], body=b"<html>ok</html>")
+    async with in_process(settings(edge, 0), str(tmp_path / "db")) as c:
+        r = await c.post(path, json=body, headers={"authorization": "Bearer k"})
+        (row,) = await log_rows(c)
+    assert r.status_code == 502, r.text
+    assert b"could not be read" in r.content and b"could not be reached" not in r.content
+    assert row["error_type"] != "upstream_connection_error"
