@@ -4,7 +4,9 @@ write them), ``retry:`` and ``id:`` fields, a ``data:`` line with nothing in it.
 skips them. litellm's do not: its Gemini reader took a comment for the start of a JSON value
 and waited for the rest until the stream ended (a 502, "could not be reached"), and the OpenAI
 SDK it reads OpenAI's streams with parsed an event of no data as JSON (a 502 again). They are
-now taken off before litellm reads the stream; the answer comes through whole."""
+now taken off before litellm reads the stream; the answer comes through whole. And a whole
+answer to a request for a stream is told as one that could not be read, not as an upstream out
+of reach."""
 
 from __future__ import annotations
 
