@@ -5,7 +5,9 @@ the loop 30 s; a stream line that never ended grew to 5 GB), whatever the other 
 for. Each answer is asked for uncompressed; one compressed all the same is inflated here, a
 piece at a time, the loop let go between pieces; a whole answer past ``MAX_ANSWER_BYTES``, or an
 event stream's line past ``MAX_LINE_BYTES``, breaks off as a failed read (the client is told
-the upstream failed, 502); so does a whole answer to a request for a stream. A redirect is never
+the upstream failed, 502); so does a whole answer to a request for a stream. An event stream's
+lines that carry no event (comments, ``retry:``, an empty ``data:``) are taken off, which
+litellm's readers took for broken events (``proxy.sse_lines``). A redirect is never
 followed, as the native relays follow none: its ``Location`` is taken off, so the client is told
 of the 3xx (litellm's clients followed it, with the server's ``x-api-key`` and the body, to
 whatever host it named).
@@ -27,6 +29,8 @@ from typing import Any
 import httpx
 import orjson
 
+from proxy.sse_lines import SseLines
+
 # A whole answer litellm parses on the loop: a model's is a few MB at most (128 K tokens of
 # output, with log-probabilities); the native relays, which parse none, pass up to 64 MiB
 MAX_ANSWER_BYTES = 16 * 1024 * 1024
@@ -34,6 +38,11 @@ MAX_LINE_BYTES = 16 * 1024 * 1024  # of one line of an event stream
 _PIECE = 1 << 20  # inflated at a time
 _INFLATED = {"gzip": 47, "x-gzip": 47, "deflate": 47}  # zlib's wbits: a gzip or zlib header
 _INSTALLED = "_ctxproxy_bounded"
+
+
+class RefusedAnswer(httpx.RemoteProtocolError):
+    """An answer the upstream did send, refused here: not a connection that failed (the client
+    is told the answer could not be read, not that the upstream could not be reached)."""
 
 
 def install() -> None:
@@ -97,9 +106,7 @@ def _bounded(
             wbits = _INFLATED.get(encoding)
             if wbits is None:
                 await response.aclose()
-                raise httpx.RemoteProtocolError(
-                    f"the upstream's answer came {encoding!r}-encoded, which is not read"
-                )
+                raise RefusedAnswer(f"it came {encoding!r}-encoded, which is not read")
             del response.headers["content-encoding"]  # inflated here, not by httpx
         kind = response.headers.get("content-type", "")
         streamed = "text/event-stream" in kind
@@ -111,7 +118,7 @@ def _bounded(
             # a stream asked for, a whole answer given: litellm read no event of it and made an
             # empty, finished answer of it (the upstream's fault hidden as a success)
             await response.aclose()
-            raise httpx.RemoteProtocolError("the upstream answered a stream with a whole answer")
+            raise RefusedAnswer("a whole answer to a request for a stream")
         response.stream = _BoundedStream(response.stream, streamed, wbits)
         return response
 
@@ -120,9 +127,12 @@ def _bounded(
 
 
 def _asks_stream(request: httpx.Request) -> bool:
-    """Whether the request's JSON body asks for a stream: its own ``stream`` is true. Parsed
-    only when the bytes name one (``"stream": true`` at any depth but inside a string, whose
-    quotes would be escaped): a tool's schema may hold a property so named."""
+    """Whether the request asks for a stream: Gemini's ``alt=sse``, or its JSON body's own
+    ``stream`` is true. The body parsed only when the bytes name one (``"stream": true`` at any
+    depth but inside a string, whose quotes would be escaped): a tool's schema may hold a
+    property so named."""
+    if request.url.params.get("alt") == "sse":
+        return True
     try:
         content = request.content
     except httpx.RequestNotRead:
@@ -144,21 +154,28 @@ class _BoundedStream(httpx.AsyncByteStream):
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         total = line = 0
+        lines = SseLines() if self._streamed else None
         async for raw in self._inner:
             async for piece in self._read(raw):
                 total += len(piece)
-                if self._streamed:
+                if lines is not None:
                     end = piece.rfind(b"\n")
                     line = len(piece) - end - 1 if end >= 0 else line + len(piece)
                     if line > MAX_LINE_BYTES:
                         raise httpx.RemoteProtocolError(
                             f"an event of the upstream's stream runs past {MAX_LINE_BYTES} bytes"
                         )
+                    piece = lines.feed(piece)  # what litellm's readers could not take, left out
+                    if not piece:
+                        continue
                 elif total > MAX_ANSWER_BYTES:
                     raise httpx.RemoteProtocolError(
                         f"the upstream's answer runs past {MAX_ANSWER_BYTES} bytes"
                     )
                 yield piece
+        rest = lines.end() if lines is not None else b""
+        if rest:
+            yield rest
 
     async def _read(self, raw: bytes) -> AsyncIterator[bytes]:
         """``raw`` as it reads: inflated a piece at a time, each checked before the next is

@@ -12,6 +12,7 @@ from typing import Any
 
 from proxy import (
     litellm_answers,
+    litellm_anthropic_events,
     litellm_gemini_end,
     litellm_gemini_ids,
     litellm_gemini_usage,
@@ -53,6 +54,7 @@ def _import_litellm() -> Any:
     litellm_logs.after_import()
     litellm_answers.install()  # its answers bounded, as the native relays' are
     litellm_gemini_end.install()  # a cut Gemini stream is a break, not an answer
+    litellm_anthropic_events.install()  # an Anthropic error event keeps its type's status
     litellm_gemini_usage.install()  # a Gemini client is told its cache read
     litellm_gemini_ids.install()  # a Gemini client's calls keep their ids, both ways
 

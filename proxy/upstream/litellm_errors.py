@@ -21,6 +21,8 @@ from proxy.errors import (
     UpstreamTimeout,
     UpstreamUnreachable,
 )
+from proxy.litellm_answers import RefusedAnswer
+from proxy.litellm_anthropic_events import ErrorEvent
 from proxy.litellm_gemini_end import FAILED_CALL
 from proxy.providers import load_litellm
 from proxy.settings import UpstreamSettings
@@ -52,6 +54,14 @@ def failure(
     redirect = _redirect_status(exc)
     if redirect is not None:  # not followed (``litellm_answers``): as the native relays say it
         return UpstreamFailed(f"Upstream {name} answered HTTP {redirect}, which is not relayed.")
+    event = next((e for e in _chain(exc) if isinstance(e, ErrorEvent)), None)
+    if event is not None:  # the provider's error event: its type's status, its words
+        text = short_message(event.message, upstream)
+        said = f"Upstream {name}: {text}" if text else f"Upstream {name} failed ({event.kind})."
+        return UpstreamFailed(said, status=event.status, code=event.kind)
+    refused = next((e for e in _chain(exc) if isinstance(e, RefusedAnswer)), None)
+    if refused is not None:  # reached, and answered: not a connection's failure
+        return UpstreamFailed(f"Upstream {name} sent an answer that could not be read ({refused}).")
     if _network_failure(exc):
         what = "broke off mid-stream" if mid_stream else "could not be reached"
         return UpstreamUnreachable(f"Upstream {name} {what}.")
