@@ -3,13 +3,15 @@ their count (``store.buffer_rows``): with ``capture_payloads`` a request's row c
 redacted bodies (up to the body limit each) and its answer, so rows queued while the database
 cannot take them (SQLite's file locked, PostgreSQL away) held memory by the gigabyte, and one
 tenant's large requests during an outage took what every tenant's requests need. One principal
-holds at most half the bound: another tenant's rows still find room."""
+holds at most half the bound: another tenant's rows still find room (an unverified passthrough
+principal is charged to its lane, ``proxy.charge_groups``, as in the shared maps)."""
 
 from __future__ import annotations
 
 from collections import OrderedDict
 from typing import Any
 
+from proxy.charge_groups import charged_to
 from proxy.principals import split_scoped
 
 BUFFER_BYTES = 256 << 20  # store.buffer_bytes by default
@@ -34,7 +36,7 @@ class WriteBudget:
     def _cost(self, op: Any) -> tuple[str, int]:
         row = getattr(op, "row", None)
         if isinstance(row, dict):  # a request's row: its principal's from now on
-            principal = str(row.get("principal") or "")
+            principal = charged_to(str(row.get("principal") or ""))
             rid = row.get("id")
             if isinstance(rid, str):
                 self._owners[rid] = principal
@@ -46,7 +48,7 @@ class WriteBudget:
             return self._owners.pop(getattr(op, "request_id", ""), ""), _held(fields.values())
         session = getattr(op, "session_id", None)
         if isinstance(session, str):  # a session's state: the cache holds it too
-            return split_scoped(session)[0], OP_BYTES
+            return charged_to(split_scoped(session)[0]), OP_BYTES
         params = getattr(op, "params", ())
         return "", _held(params if isinstance(params, tuple) else ())
 
