@@ -73,7 +73,8 @@ class SQLiteStore(SqliteReads):
         self.buffer_rows, self._last_drop_log = buffer_rows, -1e9
         self._bytes = WriteBudget(buffer_bytes)  # and by their bytes, a principal half at most
         self._writer: aiosqlite.Connection | None = None
-        self._reader: aiosqlite.Connection | None = None
+        self._reader: aiosqlite.Connection | None = None  # a request's own reads
+        self._views: aiosqlite.Connection | None = None  # the views' (``sqlite_reads``)
         # (state, parent id) by session; bounded by entries and bytes (``state_bytes``)
         self._states: StateCache[_Known] = StateCache(
             _state_of, state_cache_size, state_cache_bytes
@@ -109,14 +110,13 @@ class SQLiteStore(SqliteReads):
             await self._writer.execute("PRAGMA busy_timeout=2000")
             self.applied = await _retry_locked(self._prepare_writer)
             if self.path == ":memory:":
-                self._reader = self._writer
+                self._reader = self._views = self._writer
             else:
-                self._reader = await aiosqlite.connect(self.path)
-                await self._reader.execute("PRAGMA busy_timeout=5000")
+                self._reader, self._views = await _reading(self.path), await _reading(self.path)
         except BaseException:  # not a database, read-only, …: no connection's thread left behind
             await self._stop_connections()
             raise
-        self._reader.row_factory = aiosqlite.Row
+        self._reader.row_factory = self._views.row_factory = aiosqlite.Row
         self._window = BatchWindow()  # a store opened again batches again
         self._writer_task = asyncio.create_task(self._write_loop())
 
@@ -139,10 +139,11 @@ class SQLiteStore(SqliteReads):
             await self._stop_connections()
 
     async def _stop_connections(self) -> None:
-        """Close both connections: each one's worker thread (not a daemon) is told to end before
+        """Close the connections: each one's worker thread (not a daemon) is told to end before
         anything is awaited, so the process can exit even if this await is cancelled."""
-        conns = [c for c in dict.fromkeys((self._reader, self._writer)) if c is not None]
-        self._writer = self._reader = None
+        held = (self._reader, self._views, self._writer)
+        conns = [c for c in dict.fromkeys(held) if c is not None]
+        self._writer = self._reader = self._views = None
         await asyncio.gather(*[f for f in (c.stop() for c in conns) if f], return_exceptions=True)
 
     @property
@@ -154,6 +155,11 @@ class SQLiteStore(SqliteReads):
     def reader(self) -> aiosqlite.Connection:
         assert self._reader is not None, "store is not open"
         return self._reader
+
+    @property
+    def views(self) -> aiosqlite.Connection:
+        assert self._views is not None, "store is not open"
+        return self._views
 
     def _enqueue(self, op: _Op | _Call) -> None:
         """Queue a write for the single writer task: off the request's critical path, ordered,
@@ -401,6 +407,12 @@ _Known = tuple[SessionState, str | None]  # a session's state and parent id, as 
 
 def _state_of(known: _Known) -> SessionState:
     return known[0]
+
+
+async def _reading(path: str) -> aiosqlite.Connection:
+    conn = await aiosqlite.connect(path)
+    await conn.execute("PRAGMA busy_timeout=5000")
+    return conn
 
 
 Store = SQLiteStore  # the name callers used before there were two stores
