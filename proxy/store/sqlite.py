@@ -36,6 +36,7 @@ from proxy.store.sqlite_hold import Hold as _Hold
 from proxy.store.sqlite_lock_retry import retry_locked as _retry_locked
 from proxy.store.sqlite_locked import tried_again
 from proxy.store.sqlite_reads import SqliteReads
+from proxy.store.sqlite_reads import reading as _reading
 from proxy.store.sqlite_rows import ROW_ERRORS, write_apart, write_rows
 from proxy.store.state_bytes import (
     DEFAULT_CACHE_BYTES,
@@ -150,16 +151,6 @@ class SQLiteStore(SqliteReads):
     def writer(self) -> aiosqlite.Connection:
         assert self._writer is not None, "store is not open"
         return self._writer
-
-    @property
-    def reader(self) -> aiosqlite.Connection:
-        assert self._reader is not None, "store is not open"
-        return self._reader
-
-    @property
-    def views(self) -> aiosqlite.Connection:
-        assert self._views is not None, "store is not open"
-        return self._views
 
     def _enqueue(self, op: _Op | _Call) -> None:
         """Queue a write for the single writer task: off the request's critical path, ordered,
@@ -408,11 +399,6 @@ _Known = tuple[SessionState, str | None]  # a session's state and parent id, as 
 def _state_of(known: _Known) -> SessionState:
     return known[0]
 
-
-async def _reading(path: str) -> aiosqlite.Connection:
-    conn = await aiosqlite.connect(path)
-    await conn.execute("PRAGMA busy_timeout=5000")
-    return conn
 
 
 Store = SQLiteStore  # the name callers used before there were two stores

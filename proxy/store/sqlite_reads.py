@@ -19,13 +19,18 @@ from proxy.store.dialect import SQLITE
 class SqliteReads:
     """The reads of ``proxy.store.base.Store`` for ``SQLiteStore`` (its ``reader`` connection)."""
 
+    _reader: aiosqlite.Connection | None  # opened by SQLiteStore
+    _views: aiosqlite.Connection | None
+
     @property
     def reader(self) -> aiosqlite.Connection:
-        raise NotImplementedError  # SQLiteStore's
+        assert self._reader is not None, "store is not open"
+        return self._reader
 
     @property
     def views(self) -> aiosqlite.Connection:
-        raise NotImplementedError  # SQLiteStore's
+        assert self._views is not None, "store is not open"
+        return self._views
 
     async def fetchrow(self, sql: str, params: tuple[Any, ...]) -> Any:
         async with self.reader.execute(sql, params) as cur:
@@ -71,3 +76,10 @@ class SqliteReads:
     async def _fetch(self, sql: str, params: Any) -> list[aiosqlite.Row]:
         async with self.views.execute(sql, params) as cur:
             return list(await cur.fetchall())
+
+
+async def reading(path: str) -> aiosqlite.Connection:
+    """A connection to ``path`` for reads."""
+    conn = await aiosqlite.connect(path)
+    await conn.execute("PRAGMA busy_timeout=5000")
+    return conn
