@@ -113,7 +113,8 @@ class SQLiteStore(SqliteReads):
             if self.path == ":memory:":
                 self._reader = self._views = self._writer
             else:
-                self._reader, self._views = await _reading(self.path), await _reading(self.path)
+                self._reader = await _reading(self.path)  # each kept at once: closed on failure
+                self._views = await _reading(self.path)
         except BaseException:  # not a database, read-only, …: no connection's thread left behind
             await self._stop_connections()
             raise
@@ -398,7 +399,6 @@ _Known = tuple[SessionState, str | None]  # a session's state and parent id, as 
 
 def _state_of(known: _Known) -> SessionState:
     return known[0]
-
 
 
 Store = SQLiteStore  # the name callers used before there were two stores

@@ -17,7 +17,8 @@ from proxy.store.dialect import SQLITE
 
 
 class SqliteReads:
-    """The reads of ``proxy.store.base.Store`` for ``SQLiteStore`` (its ``reader`` connection)."""
+    """The reads of ``proxy.store.base.Store`` for ``SQLiteStore``: the views' on ``views``, a
+    request's own (``fetchrow``) on ``reader``."""
 
     _reader: aiosqlite.Connection | None  # opened by SQLiteStore
     _views: aiosqlite.Connection | None
