@@ -46,6 +46,8 @@ class StoreSettings(_Strict):
     # Writes held while PostgreSQL is unreachable (or SQLite's file locked); beyond, new ones are
     # dropped (counted).
     buffer_rows: int = Field(default=100_000, ge=100)
+    # and their bytes (captured payloads, strings; a principal holds half at most).
+    buffer_bytes: int = Field(default=256 * 1024 * 1024, ge=1024 * 1024)
     # How long a request waits for its session held by another replica before going on without
     # saving (its state then is read-only for that request).
     lock_timeout_s: float = Field(default=10.0, gt=0)

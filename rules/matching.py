@@ -49,14 +49,26 @@ class MatchResult:
         return self.value is not None
 
 
-@lru_cache(maxsize=4096)
+# Texts up to this long are remembered (ids, names and plan items, compared many times); a longer
+# one (a call's whole arguments, break_loops' loop key) is normalised each time: 4,096 of them
+# kept for the process pinned one tenant's large calls, gigabytes, for every tenant.
+MEMO_CHARS = 256
+
+
 def normalize(s: str) -> str:
-    """NFKC, case fold, drop whitespace. Cached: ids and plan items are compared many times."""
+    """NFKC, case fold, drop whitespace. Remembered for short texts (``MEMO_CHARS``)."""
+    return _normalize_memo(s) if len(s) <= MEMO_CHARS else _normalize(s)
+
+
+def _normalize(s: str) -> str:
     folded = unicodedata.normalize("NFKC", s).casefold()
     # casefold can produce forms NFKC would change again (e.g. ß → ss is fine, but some
     # compatibility characters reappear); a second pass keeps normalize idempotent.
     folded = unicodedata.normalize("NFKC", folded)
     return "".join(folded.split())  # str.split: the characters str.isspace calls whitespace
+
+
+_normalize_memo = lru_cache(maxsize=4096)(_normalize)
 
 
 def equivalent(a: str, b: str) -> bool:
@@ -147,4 +159,4 @@ class Matcher:
 
 def normalize_uncached(s: str) -> str:
     """``normalize`` without filling its cache: a matcher normalises each candidate once."""
-    return normalize.__wrapped__(s)
+    return _normalize(s)

@@ -86,9 +86,10 @@ class InFlight:
             )
         everyone = self._total - ticket.size
         if self.total_bound is not None and everyone and everyone + size > self.total_bound:
+            # the bound only: what the others carry is other tenants' (their bodies' sizes)
             raise TooManyInFlight(
-                f"The requests in flight through the proxy already carry {everyone} bytes of "
-                f"bodies (limits.max_body_bytes_in_flight: {self.total_bound}); retry when one "
+                "The requests in flight through the proxy carry as many bytes of bodies as "
+                f"limits.max_body_bytes_in_flight allows ({self.total_bound}); retry when one "
                 "has finished."
             )
         self._set_bytes(ticket.principal, others + size)

@@ -51,13 +51,16 @@ def create_store(settings: StoreSettings, db: str | None = None, **options: Any)
             url,
             pool_size=settings.pool_size,
             buffer_rows=settings.buffer_rows,
+            buffer_bytes=settings.buffer_bytes,
             lock_timeout_s=settings.lock_timeout_s,
             heartbeat_s=settings.heartbeat_s,
             **options,
         )
     from proxy.store.sqlite import SQLiteStore
 
-    return SQLiteStore(url, buffer_rows=settings.buffer_rows, **options)
+    return SQLiteStore(
+        url, buffer_rows=settings.buffer_rows, buffer_bytes=settings.buffer_bytes, **options
+    )
 
 
 async def vacuum(

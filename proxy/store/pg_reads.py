@@ -5,6 +5,8 @@ prune's bounded steps."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 from proxy.store import pg_queries as q
@@ -13,18 +15,34 @@ from proxy.store.dialect import POSTGRES
 
 
 class PgReads:
-    """The reads of ``proxy.store.base.Store`` for ``PostgresStore`` (its pool: ``_pool``)."""
+    """The reads of ``proxy.store.base.Store`` for ``PostgresStore`` (its pool: ``_pool``). The
+    views' reads (``fetchall`` and the request log's) take at most a quarter of the pool at once
+    (``_views``): a page's filter by model or status scans the log, and a few slow pages loading
+    together held every connection the requests' session holds need."""
 
     _pool: Any  # Connections, once open
+    pool_size: int
+    _views_slots: asyncio.Semaphore | None = None
+
+    @contextlib.asynccontextmanager
+    async def _views(self) -> AsyncIterator[None]:
+        if self._views_slots is None:  # made on the loop that reads
+            self._views_slots = asyncio.Semaphore(max(1, self.pool_size // 4))
+        async with self._views_slots:
+            yield
 
     async def fetchrow(self, sql: str, params: tuple[Any, ...]) -> Any:
+        """A request's own read (a response id, a cache report, the readiness probe)."""
         return await self._pool.fetchrow(sql, *params)
 
     async def fetchall(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
-        return await self._pool.fetch(sql, *params)
+        """Rows of a view's read."""
+        async with self._views():
+            return list(await self._pool.fetch(sql, *params))
 
     async def get_request(self, request_id: str) -> dict[str, Any] | None:
-        row = await self._pool.fetchrow(POSTGRES.get_request, request_id)
+        async with self._views():
+            row = await self._pool.fetchrow(POSTGRES.get_request, request_id)
         return decode_row(row) if row else None
 
     async def list_requests(
@@ -40,20 +58,24 @@ class PgReads:
         sql, params = POSTGRES.list_requests(
             session, model, status, limit, after_created, principal, bodies
         )
-        return await decode_rows(await self._pool.fetch(sql, *params))
+        async with self._views():
+            rows = await self._pool.fetch(sql, *params)
+        return await decode_rows(rows)
 
     async def list_sessions(self, limit: int = 100) -> list[dict[str, Any]]:
-        return [dict(r) for r in await self._pool.fetch(POSTGRES.list_sessions, limit)]
+        async with self._views():
+            return [dict(r) for r in await self._pool.fetch(POSTGRES.list_sessions, limit)]
 
     async def recent_sessions(
         self, scan: int, limit: int, principal: str | None = None
     ) -> list[dict[str, Any]]:
         sql, params = POSTGRES.recent_session_ids(scan, limit, principal)
-        ids = [r[0] for r in await self._pool.fetch(sql, *params)]
-        if not ids:
-            return []
-        sql, _ = POSTGRES.session_totals(len(ids))
-        return [dict(r) for r in await self._pool.fetch(sql, ids)]
+        async with self._views():
+            ids = [r[0] for r in await self._pool.fetch(sql, *params)]
+            if not ids:
+                return []
+            sql, _ = POSTGRES.session_totals(len(ids))
+            return [dict(r) for r in await self._pool.fetch(sql, ids)]
 
     async def ping(self) -> bool:
         try:

@@ -27,6 +27,7 @@ from proxy.store.batch import BatchWindow, Groups, WriteOp, paced_statements
 from proxy.store.dialect import POSTGRES
 from proxy.store.lull import Lull, defer_for
 from proxy.store.read_errors import described
+from proxy.store.write_budget import BUFFER_BYTES, WriteBudget
 
 BATCH_WINDOW_S = 0.02
 MAX_BATCH = 500
@@ -128,11 +129,13 @@ class PgWriter:
         buffer_rows: int,
         batch_window_s: float = BATCH_WINDOW_S,
         lull: Lull | None = None,
+        buffer_bytes: int = BUFFER_BYTES,
     ) -> None:
         self.pool = pool
         self.lull = lull or Lull()  # the requests in flight: a batch's steps wait for a lull
         self.health = health
         self.buffer_rows = buffer_rows
+        self._bytes = WriteBudget(buffer_bytes)  # and by their bytes, a principal half at most
         self.batch_window_s = batch_window_s
         self._window = BatchWindow()  # closed by ``close``: what is queued is written at once
         self.write_errors = 0
@@ -152,15 +155,17 @@ class PgWriter:
         self._task = asyncio.create_task(self._run(), name="ctxproxy-pg-writer")
 
     def enqueue(self, op: WriteOp) -> None:
-        if self.backlog >= self.buffer_rows:
+        if self.backlog >= self.buffer_rows or not self._bytes.take(op):
             self.rows_dropped += 1
             now = time.monotonic()
             if now - self._last_drop_log >= 10.0:
                 self._last_drop_log = now
                 log.error(
-                    "store: %d log writes held for PostgreSQL, the most store.buffer_rows allows; "
+                    "store: %d log writes held for PostgreSQL (%d bytes), the most "
+                    "store.buffer_rows and buffer_bytes allow (a principal: half the bytes); "
                     "dropping new ones (%d dropped so far)",
                     self.backlog,
+                    self._bytes.held,
                     self.rows_dropped,
                 )
             return
@@ -195,6 +200,8 @@ class PgWriter:
                 self.write_errors += len(ops)
             finally:
                 self._in_hand = 0
+                for op in ops:
+                    self._bytes.give_back(op)
                 for _ in batch:
                     self._queue.task_done()
             if None in batch:

@@ -55,6 +55,7 @@ from proxy.store.state_bytes import (
     DEFAULT_MAX_STATE_BYTES,
     StateCache,
 )
+from proxy.store.write_budget import BUFFER_BYTES
 from rules.base import SessionState
 
 log = logging.getLogger("ctxproxy.store")
@@ -89,6 +90,7 @@ class PostgresStore(PgHolds, PgReads):
         state_cache_size: int = DEFAULT_CACHE_ENTRIES,
         max_state_bytes: int = DEFAULT_MAX_STATE_BYTES,
         state_cache_bytes: int = DEFAULT_CACHE_BYTES,
+        buffer_bytes: int = BUFFER_BYTES,
     ) -> None:
         self.url = url
         self.pool_size = pool_size
@@ -101,7 +103,7 @@ class PostgresStore(PgHolds, PgReads):
         self.cache_feedback = FeedbackStore(self, unreachable=_unanswered)
         self.applied: list[str] = []
         self.lock_timeouts = 0
-        self._buffer_rows = buffer_rows
+        self._buffer_rows, self._buffer_bytes = buffer_rows, buffer_bytes
         self._batch_window_s = batch_window_s
         # bounded by entries and bytes (``state_bytes``)
         self._states: StateCache[_Cached] = StateCache(
@@ -145,7 +147,12 @@ class PostgresStore(PgHolds, PgReads):
             self._pool = None
             raise unavailable(self.url, exc) from None
         self._writer = PgWriter(
-            self._pool, self.health, self._buffer_rows, self._batch_window_s, self.lull
+            self._pool,
+            self.health,
+            self._buffer_rows,
+            self._batch_window_s,
+            self.lull,
+            self._buffer_bytes,
         )
         self._writer.start()
         self._heartbeat = asyncio.create_task(self._beat(), name="ctxproxy-pg-heartbeat")

@@ -36,6 +36,7 @@ from proxy.store.sqlite_hold import Hold as _Hold
 from proxy.store.sqlite_lock_retry import retry_locked as _retry_locked
 from proxy.store.sqlite_locked import tried_again
 from proxy.store.sqlite_reads import SqliteReads
+from proxy.store.sqlite_reads import reading as _reading
 from proxy.store.sqlite_rows import ROW_ERRORS, write_apart, write_rows
 from proxy.store.state_bytes import (
     DEFAULT_CACHE_BYTES,
@@ -43,6 +44,7 @@ from proxy.store.state_bytes import (
     DEFAULT_MAX_STATE_BYTES,
     StateCache,
 )
+from proxy.store.write_budget import BUFFER_BYTES, WriteBudget
 from rules.base import Ancestor, SessionState
 
 # Rows reach the database at most this long after they were queued (a crash loses at most that);
@@ -65,12 +67,15 @@ class SQLiteStore(SqliteReads):
         max_state_bytes: int = DEFAULT_MAX_STATE_BYTES,
         state_cache_bytes: int = DEFAULT_CACHE_BYTES,
         buffer_rows: int = 100_000,
+        buffer_bytes: int = BUFFER_BYTES,
     ) -> None:
         self.path = path
         # writes queued while the database is slow or locked; beyond, new ones are dropped
         self.buffer_rows, self._last_drop_log = buffer_rows, -1e9
+        self._bytes = WriteBudget(buffer_bytes)  # and by their bytes, a principal half at most
         self._writer: aiosqlite.Connection | None = None
-        self._reader: aiosqlite.Connection | None = None
+        self._reader: aiosqlite.Connection | None = None  # a request's own reads
+        self._views: aiosqlite.Connection | None = None  # the views' (``sqlite_reads``)
         # (state, parent id) by session; bounded by entries and bytes (``state_bytes``)
         self._states: StateCache[_Known] = StateCache(
             _state_of, state_cache_size, state_cache_bytes
@@ -106,14 +111,14 @@ class SQLiteStore(SqliteReads):
             await self._writer.execute("PRAGMA busy_timeout=2000")
             self.applied = await _retry_locked(self._prepare_writer)
             if self.path == ":memory:":
-                self._reader = self._writer
+                self._reader = self._views = self._writer
             else:
-                self._reader = await aiosqlite.connect(self.path)
-                await self._reader.execute("PRAGMA busy_timeout=5000")
+                self._reader = await _reading(self.path)  # each kept at once: closed on failure
+                self._views = await _reading(self.path)
         except BaseException:  # not a database, read-only, …: no connection's thread left behind
             await self._stop_connections()
             raise
-        self._reader.row_factory = aiosqlite.Row
+        self._reader.row_factory = self._views.row_factory = aiosqlite.Row
         self._window = BatchWindow()  # a store opened again batches again
         self._writer_task = asyncio.create_task(self._write_loop())
 
@@ -136,10 +141,11 @@ class SQLiteStore(SqliteReads):
             await self._stop_connections()
 
     async def _stop_connections(self) -> None:
-        """Close both connections: each one's worker thread (not a daemon) is told to end before
+        """Close the connections: each one's worker thread (not a daemon) is told to end before
         anything is awaited, so the process can exit even if this await is cancelled."""
-        conns = [c for c in dict.fromkeys((self._reader, self._writer)) if c is not None]
-        self._writer = self._reader = None
+        held = (self._reader, self._views, self._writer)
+        conns = [c for c in dict.fromkeys(held) if c is not None]
+        self._writer = self._reader = self._views = None
         await asyncio.gather(*[f for f in (c.stop() for c in conns) if f], return_exceptions=True)
 
     @property
@@ -147,26 +153,25 @@ class SQLiteStore(SqliteReads):
         assert self._writer is not None, "store is not open"
         return self._writer
 
-    @property
-    def reader(self) -> aiosqlite.Connection:
-        assert self._reader is not None, "store is not open"
-        return self._reader
-
     def _enqueue(self, op: _Op | _Call) -> None:
         """Queue a write for the single writer task: off the request's critical path, ordered,
         coalesced and committed in batches. ``flush`` waits until everything queued is written.
-        Past ``buffer_rows`` queued (the database locked for long), a write is dropped and
-        counted, so memory stays bounded; a call run in the writer never is (it is awaited), and
-        a session's save is held and queued again once there is room (``_held_saves``)."""
-        if self._queue.qsize() >= self.buffer_rows and not isinstance(op, _Call):
+        Past ``buffer_rows`` queued (the database locked for long), or their bytes past
+        ``buffer_bytes`` (``write_budget``), a write is dropped and counted; a call run in the
+        writer never is (it is awaited), and a session's save is held and queued again once
+        there is room (``_held_saves``)."""
+        full = self._queue.qsize() >= self.buffer_rows
+        if not isinstance(op, _Call) and (full or not self._bytes.take(op)):
             if isinstance(op, _SaveState):
                 self._hold(op)  # a session's latest state: queued again once there is room
             else:
                 self.write_errors += 1
             if (now := time.monotonic()) - self._last_drop_log >= 10.0:
                 self._last_drop_log = now
-                said = "store: %d writes queued, the most store.buffer_rows allows; dropping new"
-                log.error(said + " ones (%d lost so far)", self._queue.qsize(), self.write_errors)
+                said = "store: %d writes queued (%d bytes), the most store.buffer_rows and "
+                said += "buffer_bytes allow (a principal: half the bytes); dropping new ones"
+                log.error(said + " (%d lost so far)", self._queue.qsize(), self._bytes.held,
+                          self.write_errors)  # fmt: skip
             return
         if isinstance(op, _SaveState) and len(self._held_saves):
             self._held_saves.drop(op.session_id)  # this later save is queued instead
@@ -244,6 +249,8 @@ class SQLiteStore(SqliteReads):
                         await call.run(self.writer)
                 # before the batch is done: ``flush`` waits for the saves queued again too
                 self._queue_held(all_of_them=closing)
+                for op in ops:
+                    self._bytes.give_back(op)
                 for _ in batch:
                     self._queue.task_done()
             if closing and self._queue.empty():

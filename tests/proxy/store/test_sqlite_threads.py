@@ -46,7 +46,7 @@ async def test_a_close_after_the_writer_was_cancelled_leaves_no_thread(tmp_path:
     before = _workers()
     store = SQLiteStore(str(tmp_path / "log.db"))
     await store.open()
-    assert len(_workers() - before) == 2  # the writer's and the reader's
+    assert len(_workers() - before) == 3  # the writer's, the reader's and the views'
     task = store._writer_task
     assert task is not None
     task.cancel()  # what a second Ctrl-C does to the app's tasks

@@ -1,0 +1,36 @@
+"""A 429 for the bytes every lane's bodies carry together (``limits.max_body_bytes_in_flight``)
+said how many bytes the requests in flight already carried: the sum of other tenants' bodies,
+told to whoever came next (sent a body just past the bound, a tenant read how large another's
+conversations were as they went). It names the bound, never what others carry."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from tests.proxy.tenancy.test_in_flight import BODY_LIMIT, big, proxy  # noqa: F401
+from tests.support.edge_upstream import EdgeUpstream
+
+
+def test_the_total_bounds_refusal_tells_nothing_of_other_tenants_bodies(
+    proxy: tuple[str, EdgeUpstream, Any],  # noqa: F811
+) -> None:
+    base, _, app = proxy
+    in_flight = app.state.services.in_flight
+    others = [BODY_LIMIT - 1000 - i * 7 for i in range(16)]  # other tenants' bodies, in flight
+    held = []
+    for i, size in enumerate(others):
+        held.append(ticket := in_flight.enter(f"tenant-{i}"))
+        in_flight.size(ticket, size)
+    try:
+        headers = {"content-type": "application/json", "authorization": "Bearer sk-bob"}
+        body = big("one more", 100 * 1024)
+        refused = httpx.post(base + "/v1/chat/completions", content=body, headers=headers)
+        assert refused.status_code == 429
+        message = refused.json()["error"]["message"]
+        assert "limits.max_body_bytes_in_flight" in message
+        assert str(sum(others)) not in message, message
+    finally:
+        for ticket in held:
+            in_flight.leave(ticket)
