@@ -53,25 +53,58 @@ class InFlight:
     """Each principal's requests in flight and their bodies' bytes (a principal with none is not
     kept)."""
 
-    def __init__(self, bound: int, byte_bound: int, total_bound: int | None = None) -> None:
+    def __init__(
+        self,
+        bound: int,
+        byte_bound: int,
+        total_bound: int | None = None,
+        capacity: int | None = None,
+    ) -> None:
         self.bound = bound
         self.byte_bound = byte_bound
         self.total_bound = total_bound  # every principal's together (None: none)
+        self.capacity = capacity  # the upstream connections every principal shares (None: none)
         self._counts: dict[str, int] = {}
         self._bytes: dict[str, int] = {}
         self._total = 0
+        self._requests = 0  # every principal's together
 
     def enter(self, principal: str) -> Ticket:
         """Count one more of ``principal``'s; ``TooManyInFlight`` (counting nothing) past the
-        bound. Each ticket returned is given back once with ``leave``."""
+        bound, or past its fair share when the shared connections are nearly all taken
+        (``fair_share``). Each ticket returned is given back once with ``leave``."""
         count = self._counts.get(principal, 0)
         if count >= self.bound:
             raise TooManyInFlight(
                 f"This client already has {self.bound} requests in flight through the proxy "
                 "(limits.max_in_flight_per_principal); retry when one has finished."
             )
+        share = self.fair_share(principal)
+        if share is not None and count >= share:
+            raise TooManyInFlight(
+                "The proxy's upstream connections (limits.upstream_max_connections) are nearly "
+                f"all in use, and this client has its share of them ({count} requests in "
+                "flight); retry when one has finished."
+            )
         self._counts[principal] = count + 1
+        self._requests += 1
         return Ticket(principal)
+
+    def fair_share(self, principal: str) -> int | None:
+        """The requests ``principal`` may have in flight now, where that is fewer than its bound:
+        when one more would leave under an eighth of the shared connections free and another
+        principal has requests in flight, each gets an equal share with one kept for a tenant
+        yet to come. Half the connections each, two tenants' long streams held every one of
+        them, and a third tenant's request waited for one (up to the upstream's timeout); a
+        principal alone keeps its whole bound. None: no share applies."""
+        if self.capacity is None:
+            return None
+        if self._requests + 1 <= self.capacity - max(1, self.capacity // 8):
+            return None
+        others = len(self._counts) - (principal in self._counts)
+        if not others:
+            return None
+        return max(1, self.capacity // (others + 2))
 
     def size(self, ticket: Ticket, size: int) -> None:
         """The ticket's body counts ``size`` bytes now (its declared length, then its own);
@@ -114,6 +147,7 @@ class InFlight:
         self._total -= ticket.size
         ticket.size = 0
         count = self._counts[principal] - 1
+        self._requests -= 1
         if count:
             self._counts[principal] = count
         else:

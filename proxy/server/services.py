@@ -28,5 +28,8 @@ class Services:
     def __post_init__(self) -> None:
         limits = self.settings.limits
         self.in_flight = InFlight(
-            principal_bound(limits), principal_byte_bound(limits), total_byte_bound(limits)
+            principal_bound(limits),
+            principal_byte_bound(limits),
+            total_byte_bound(limits),
+            limits.upstream_max_connections,
         )

@@ -95,6 +95,47 @@ def test_a_tenants_long_answers_never_hold_another_tenants_request(
     assert post(base, "sk-a").status_code == 200
 
 
+def test_two_tenants_long_answers_leave_a_connection_to_a_third(
+    proxy: tuple[str, EdgeUpstream, Any],
+) -> None:
+    """Half the connections each, two tenants' long answers held all four and a third tenant's
+    request waited for one (up to the upstream's timeout). Once one more would leave under an
+    eighth free, each principal gets an equal share with one kept for a tenant to come: B's
+    second long request is refused, C is served at once."""
+    base, edge, _ = proxy
+    edge.reply = Reply.json(chat_completion("quick"))
+    for key in ("sk-a", "sk-b", "sk-c"):
+        assert post(base, key).status_code == 200
+    seen = len(edge.seen)
+    edge.replies = [slow() for _ in range(CONNECTIONS)]
+    answers: dict[str, list[int]] = {"sk-a": [], "sk-b": []}
+
+    def long_request(key: str) -> None:
+        answers[key].append(post(base, key, "long").status_code)
+
+    waiting: list[threading.Thread] = []
+    for key, arrived in (("sk-a", 1), ("sk-a", 2), ("sk-b", 3)):  # each holds a connection
+        waiting.append(threading.Thread(target=long_request, args=(key,)))
+        waiting[-1].start()
+        deadline = time.monotonic() + SLOW_S
+        while len(edge.seen) < seen + arrived and time.monotonic() < deadline:
+            time.sleep(0.01)
+    waiting.append(threading.Thread(target=long_request, args=("sk-b",)))
+    waiting[-1].start()
+    time.sleep(0.3)  # B's second is refused, or holds the last connection
+    edge.replies.clear()
+
+    started = time.monotonic()
+    third = post(base, "sk-c")
+    took = time.monotonic() - started
+    assert third.status_code == 200
+    assert took < SLOW_S / 2, f"C waited {took:.2f} s behind A's and B's long answers"
+    for thread in waiting:
+        thread.join()
+    assert sorted(answers["sk-a"]) == [200, 200]
+    assert sorted(answers["sk-b"]) == [200, 429]
+
+
 def test_a_request_refused_or_failed_gives_its_place_back(
     proxy: tuple[str, EdgeUpstream, Any],
 ) -> None:
@@ -302,3 +343,23 @@ def test_every_lanes_bodies_together_are_bounded_in_bytes(
     while in_flight._total and time.monotonic() < deadline:
         time.sleep(0.01)
     assert in_flight._total == 0
+
+
+def test_a_principal_alone_keeps_its_whole_bound_and_shares_shrink_with_tenants() -> None:
+    from proxy.errors import TooManyInFlight
+    from proxy.server.in_flight import InFlight
+
+    flights = InFlight(bound=16, byte_bound=1 << 30, capacity=16)  # 2 connections kept free
+    alone = [flights.enter("a") for _ in range(16)]  # no other tenant: its bound, not a share
+    with pytest.raises(TooManyInFlight):
+        flights.enter("a")
+    for ticket in alone[8:]:
+        flights.leave(ticket)
+    b = [flights.enter("b") for _ in range(6)]  # 14 in flight: one more leaves under 2 free
+    with pytest.raises(TooManyInFlight, match="its share"):
+        flights.enter("b")  # past its share beside a: 16 // 3
+    assert flights.fair_share("c") == 16 // 4  # a newcomer: let in, up to a share of its own
+    c = flights.enter("c")
+    for ticket in [*alone[:8], *b, c]:
+        flights.leave(ticket)
+    assert flights.fair_share("a") is None and flights.of("a") == (0, 0)
