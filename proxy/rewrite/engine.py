@@ -79,7 +79,8 @@ class Engine(RequestContexts, Lifting):
         # one worker: the pipeline holds the GIL, so more threads would only take turns with it;
         # the server parses heavy bodies (and counts their tokens) there too
         self.offload = Offload()
-        self.hold_slots = HoldSlots(hold_bound(store.kind, settings.store.pool_size))
+        pool = settings.store.pool_size
+        self.hold_slots = HoldSlots(hold_bound(store.kind, pool), pool)
         # the sampled production check that nothing memoised was changed in place (its failures
         # read at scrape time); the strict engine checks every request in ``_check``
         self.integrity = IntegritySampler(settings.memory.integrity_sample, self.pipeline)

@@ -5,7 +5,10 @@ thread (``proxy.rewrite.offload``, one job of a principal at a time) while it ho
 sending 30 heavy requests on 30 sessions held the whole pool while they queued behind each other,
 and another tenant's request waited for a connection (up to ``store.lock_timeout_s``, then served
 read-only: its state not saved). With the bound, a principal holds at most half the pool; its
-further requests wait here, for its own to finish, not in the pool's queue. SQLite's holds are
+further requests wait here, for its own to finish, not in the pool's queue. Half each, two such
+tenants still held the whole pool: once one more hold would leave under an eighth of the pool
+free while another principal holds, each holds at most an equal share with one kept for a tenant
+yet to come (as ``proxy.server.in_flight`` shares the upstream connections). SQLite's holds are
 this process's locks (nothing shared to bound)."""
 
 from __future__ import annotations
@@ -21,11 +24,31 @@ def hold_bound(store_kind: str, pool_size: int) -> int | None:
 
 
 class HoldSlots:
-    """Per principal, at most ``bound`` holds at once (a principal with none is not kept)."""
+    """Per principal, at most ``bound`` holds at once, and its share of the ``capacity`` (the
+    pool) when that is nearly all held (a principal with none is not kept)."""
 
-    def __init__(self, bound: int | None) -> None:
+    def __init__(self, bound: int | None, capacity: int | None = None) -> None:
         self.bound = bound
-        self._slots: dict[str, tuple[asyncio.Semaphore, int]] = {}
+        self.capacity = capacity if capacity is not None else (2 * bound if bound else None)
+        self._held: dict[str, int] = {}  # by principal: its holds now
+        self._users: dict[str, int] = {}  # by principal: its holds and its waits
+        self._total = 0
+        # each wait's future (made in the loop that waits): every release wakes them all, and
+        # each looks again whether its principal may hold
+        self._waiters: list[asyncio.Future[None]] = []
+
+    def may_hold(self, principal: str) -> bool:
+        """Whether one more hold of ``principal``'s fits its bound and, where one applies, its
+        share."""
+        held = self._held.get(principal, 0)
+        if self.bound is None or self.capacity is None:
+            return True
+        if held >= self.bound:
+            return False
+        if self._total + 1 <= self.capacity - max(1, self.capacity // 8):
+            return True
+        others = len(self._held) - (principal in self._held)
+        return not others or held < max(1, self.capacity // (others + 2))
 
     @contextlib.asynccontextmanager
     async def slot(self, principal: str) -> AsyncIterator[None]:
@@ -33,17 +56,40 @@ class HoldSlots:
         if self.bound is None:
             yield
             return
-        semaphore, users = self._slots.get(principal, (asyncio.Semaphore(self.bound), 0))
-        self._slots[principal] = (semaphore, users + 1)
+        self._users[principal] = self._users.get(principal, 0) + 1
         try:
-            async with semaphore:
+            while not self.may_hold(principal):
+                waiter = asyncio.get_running_loop().create_future()
+                self._waiters.append(waiter)
+                try:
+                    await waiter
+                finally:
+                    with contextlib.suppress(ValueError):  # woken: no longer listed
+                        self._waiters.remove(waiter)
+            self._held[principal] = self._held.get(principal, 0) + 1
+            self._total += 1
+            try:
                 yield
+            finally:
+                self._release(principal)
         finally:
-            semaphore, users = self._slots[principal]
-            if users <= 1:
-                del self._slots[principal]
+            users = self._users[principal] - 1
+            if users:
+                self._users[principal] = users
             else:
-                self._slots[principal] = (semaphore, users - 1)
+                del self._users[principal]
+
+    def _release(self, principal: str) -> None:
+        held = self._held[principal] - 1
+        if held:
+            self._held[principal] = held
+        else:
+            del self._held[principal]
+        self._total -= 1
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
 
     def lease(self, principal: str) -> contextlib.AbstractAsyncContextManager[None] | None:
         """One of ``principal``'s slots, for the store to take once the session's turn is had;
@@ -52,5 +98,4 @@ class HoldSlots:
 
     def users(self, principal: str) -> int:
         """``principal``'s requests holding a slot or waiting for one."""
-        entry = self._slots.get(principal)
-        return entry[1] if entry is not None else 0
+        return self._users.get(principal, 0)
