@@ -17,7 +17,7 @@ import pytest
 
 from proxy.app import create_app
 from proxy.settings import settings_from_mapping
-from tests.proxy.tenancy.test_in_flight import post, principal_of, settled
+from tests.proxy.tenancy.test_in_flight import post, principal_of, served_soon, settled
 from tests.support.edge_upstream import EdgeUpstream, Reply
 from tests.support.factories import chat_completion
 from tests.support.live import serve_in_thread, stop
@@ -116,11 +116,7 @@ def test_a_tenants_slow_model_lists_never_hold_another_tenants_request(
     time.sleep(0.3)  # the rest of A's lists arrive (and are refused, or queue)
     edge.replies.clear()
 
-    started = time.monotonic()
-    other = post(base, "sk-b")
-    took = time.monotonic() - started
-    assert other.status_code == 200
-    assert took < SLOW_S / 2, f"B waited {took:.2f} s behind A's model lists"
+    served_soon(base, "sk-b")  # not behind A's model lists
     for thread in listing:
         thread.join()
     assert sorted(codes) == [200] * (CONNECTIONS // 2) + [429] * (CONNECTIONS // 2)
