@@ -98,17 +98,11 @@ SCENARIOS = [
 
 # (set, id) -> why it still fails: kept visible, strictly expected to fail
 KNOWN_FAILURES: dict[tuple[str, str], str] = {
-    ("probes_ab.yaml", "ab-rabbit-queue"): "no verb of declaring",
-    ("probes_ab.yaml", "ab-ssh-tunnel"): "no noun for a tunnel",
-    ("probes_ab.yaml", "ab-disown-worker-fr"): "no French noun for a worker",
     ("probes_ab.yaml", "ab-psql-schema"): "no noun for a schema",
     ("probes_ab.yaml", "ab-psql-sequence"): "sequences are not tracked",
     ("probes_ab.yaml", "ab-psql-function"): "a database's functions are not tracked",
     ("probes_ab.yaml", "ab-psql-trigger-es"): "triggers are not tracked",
     ("probes_ab.yaml", "ab-prisma-migration"): "prisma's printed tree is not read",
-    ("probes_ab.yaml", "ab-screen-de"): "a German compound noun is not read",
-    ("probes_ab.yaml", "ab-stash-push-pt"): "no Portuguese verb of keeping",
-    ("probes_ab.yaml", "ab-conda-env-zh"): "no Chinese noun for a conda environment",
 }
 
 
