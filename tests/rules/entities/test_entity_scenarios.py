@@ -98,8 +98,9 @@ SCENARIOS = [
 
 # (set, id) -> why it still fails: kept visible, strictly expected to fail
 KNOWN_FAILURES: dict[tuple[str, str], str] = {
-    ("probes_ab.yaml", "ab-psql-function"): "a bare 'function' is a program's as often: not read as a database's",
-    ("probes_ab.yaml", "ab-prisma-migration"): "prisma's printed tree is not read",
+    ("probes_ab.yaml", "ab-psql-function"): (
+        "a bare 'function' is a program's as often: not read as a database's"
+    ),
 }
 
 
