@@ -64,7 +64,7 @@ _CLIENT_VALUES: dict[str, tuple[frozenset[str], tuple[str, ...]]] = {
 _DB_NAME = re.compile(r"[A-Za-z_][\w$]{0,63}")
 # a connection URI's database: `postgresql://u@host:5432/shop?sslmode=require`
 _URI_DB = re.compile(r"^[a-z][a-z0-9+]{1,20}://[^/\s]{0,200}/(?P<db>[A-Za-z_][\w$]{0,63})(?:\?|$)")
-DATABASE_KINDS = frozenset(("table", "view", "index"))
+DATABASE_KINDS = frozenset(("table", "view", "index", "sequence", "trigger", "routine"))
 
 
 def client_database(argv: Sequence[str]) -> str | None:

@@ -10,9 +10,11 @@ template (``tmp.XXXXXXXXXX`` by default): another command's path printed before 
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Iterator
 
+from rules.activity.command_words import flag_value
 from rules.activity.script_writes import PYTHON
 from rules.activity.shell_lex import split_commands
 from rules.activity.shell_parse import Effect, guess_type, resolve_path
@@ -39,13 +41,31 @@ def printed_effects(
     return found
 
 
+# a package runner before the program it runs (`npx prisma migrate dev`)
+_RUNNERS = {"npx": 1, "bunx": 1, "pnpx": 1, "pnpm": 2, "yarn": 2}
+_RUNNER_SUBS = frozenset(("exec", "dlx"))
+
+
 def _words(argv: list[str]) -> list[str]:
     """A command's words, its program by its name, an interpreter left out (`python3
-    manage.py makemigrations`: manage.py makemigrations; `python -m alembic`: alembic)."""
+    manage.py makemigrations`: manage.py makemigrations; `python -m alembic`: alembic), and a
+    package runner (`npx prisma …`, `pnpm exec prisma …`: prisma …)."""
     words = [argv[0].rsplit("/", 1)[-1], *argv[1:]]
     if len(words) > 1 and (PYTHON.match(words[0]) or words[0] == "php"):
         words = words[2:] if words[1] == "-m" else [words[1].rsplit("/", 1)[-1], *words[2:]]
-    return words
+    skip = _RUNNERS.get(words[0], 0)
+    if skip == 2 and len(words) > 1 and words[1] not in _RUNNER_SUBS:
+        skip = 1 if words[0] == "yarn" else 0  # `yarn prisma …` runs it; `pnpm prisma` no
+    return words[skip:] if len(words) > skip else words
+
+
+def _base(rule: PrintedFiles, argv: list[str], cwd: str | None) -> str | None:
+    """The folder the rule's printed names are relative to (the working one by default)."""
+    if not rule.under:
+        return cwd
+    named = flag_value(argv, [rule.under_option]) if rule.under_option else None
+    holder = posixpath.dirname(named or rule.under_default)
+    return resolve_path(posixpath.join(holder, rule.under), cwd)
 
 
 def _generated(
@@ -55,10 +75,14 @@ def _generated(
     for rule in rules:
         if tuple(words[: len(rule.argv)]) != rule.argv:
             continue
+        base = _base(rule, argv, cwd)
         for found in list(rule.regex.finditer(output[:MAX_SCAN]))[:MAX_PRINTED]:
             path = found.group("path")
             typ = guess_type(path, True) if rule.type == "guess" else rule.type
-            yield Effect("create", typ, resolve_path(path.rstrip("/"), cwd))
+            made = resolve_path(path.rstrip("/"), base)
+            yield Effect("create", typ, made)
+            for name in rule.each:  # prisma's `migration.sql` in each migration's folder
+                yield Effect("create", "file", posixpath.join(made, name))
         return
 
 

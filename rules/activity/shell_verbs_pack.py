@@ -17,11 +17,18 @@ from rules.packs import builtin_strings, compile_regex, load_pack
 @dataclass(frozen=True)
 class PrintedFiles:
     """A program whose output names files it made: ``argv`` the words its command starts with,
-    ``regex`` a line naming one (group ``path``), ``type`` what it is (file or folder)."""
+    ``regex`` a line naming one (group ``path``), ``type`` what it is (file or folder). A name
+    printed relative to another folder than the working one: ``under`` that folder, inside the
+    folder of the file ``under_option`` names (``under_default`` without it); ``each``: the
+    files the program puts in every folder it printed."""
 
     argv: tuple[str, ...]
     regex: re.Pattern[str]
     type: str = "file"
+    under: str = ""
+    under_option: str = ""
+    under_default: str = ""
+    each: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -40,7 +47,15 @@ def _printed(spec: Mapping[str, Any], i: int, builtin: frozenset[str]) -> Printe
     where = f"shell_verbs pack: printed_files[{i}]"
     # a user's pattern is timed on adversarial inputs at start-up (built-in ones by the tests)
     regex = compile_regex(source, re.M, where, source not in builtin)
-    return PrintedFiles(tuple(str(w) for w in spec["argv"]), regex, str(spec.get("type", "file")))
+    return PrintedFiles(
+        tuple(str(w) for w in spec["argv"]),
+        regex,
+        str(spec.get("type", "file")),
+        str(spec.get("under", "")),
+        str(spec.get("under_option", "")),
+        str(spec.get("under_default", "")),
+        tuple(str(f) for f in spec.get("each") or ()),
+    )
 
 
 @functools.lru_cache(maxsize=16)

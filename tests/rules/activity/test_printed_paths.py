@@ -92,3 +92,32 @@ def test_files_a_generator_names_as_it_prints(
 def test_a_generator_is_read_for_a_bounded_number_of_files() -> None:
     output = "".join(f"      create    app/f{i}.rb\n" for i in range(1_000))
     assert len(printed_effects("rails generate x", output, "/w", load_verbs().printed)) == 64
+
+
+PRISMA_TREE = (
+    "Applying migration `20261207061500_add_orders`\n\n"
+    "The following migration(s) have been created and applied from new schema changes:\n\n"
+    "migrations/\n  └─ 20261207061500_add_orders/\n    └─ migration.sql\n\n"
+    "Your database is now in sync with your schema.\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("command", "folder"),
+    [
+        # under the schema's folder: prisma/ by default, the one --schema names else
+        ("npx prisma migrate dev --name add_orders", "/w/prisma/migrations"),
+        ("pnpm exec prisma migrate dev --schema db/schema.prisma", "/w/db/migrations"),
+        ("yarn prisma migrate dev --schema=/srv/api/schema.prisma", "/srv/api/migrations"),
+        ("prisma migrate dev", "/w/prisma/migrations"),
+    ],
+)
+def test_a_generator_printing_names_under_another_folder(command: str, folder: str) -> None:
+    made = f"{folder}/20261207061500_add_orders"
+    assert list(printed_effects(command, PRISMA_TREE, "/w", load_verbs().printed)) == [
+        Effect("create", "folder", made),
+        Effect("create", "file", f"{made}/migration.sql"),
+    ]
+    # the same tree printed by a status command: nothing made
+    status = "prisma migrate status"
+    assert list(printed_effects(status, PRISMA_TREE, "/w", load_verbs().printed)) == []
