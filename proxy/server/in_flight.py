@@ -112,10 +112,12 @@ class InFlight:
         the byte bound. A body alone is never refused here (``limits.max_body_bytes`` is)."""
         others = self._bytes.get(ticket.principal, 0) - ticket.size
         if others and others + size > self.byte_bound:
+            # the bound only: an unverified principal's lane is its network's, whose other
+            # clients' bodies its count holds
             raise TooManyInFlight(
-                f"This client's requests in flight through the proxy already carry {others} "
-                f"bytes of bodies (limits.max_body_bytes_in_flight_per_principal: "
-                f"{self.byte_bound}); retry when one has finished."
+                "This client's requests in flight through the proxy carry as many bytes of "
+                "bodies as limits.max_body_bytes_in_flight_per_principal allows "
+                f"({self.byte_bound}); retry when one has finished."
             )
         everyone = self._total - ticket.size
         if self.total_bound is not None and everyone and everyone + size > self.total_bound:

@@ -34,3 +34,37 @@ def test_the_total_bounds_refusal_tells_nothing_of_other_tenants_bodies(
     finally:
         for ticket in held:
             in_flight.leave(ticket)
+
+
+def test_a_lanes_refusal_tells_nothing_of_what_its_other_clients_carry(
+    proxy: tuple[str, EdgeUpstream, Any],  # noqa: F811
+) -> None:
+    """Keys no upstream has answered yet share their network's lane: the lane's 429 told one
+    client the bytes its neighbours' bodies carried."""
+    base, _, app = proxy
+    in_flight = app.state.services.in_flight
+    lane = in_flight_lane()
+    neighbours = [8 * BODY_LIMIT - 50_007]  # one neighbour's body, near the lane's byte bound
+    held = []
+    for size in neighbours:
+        held.append(ticket := in_flight.enter(lane))
+        in_flight.size(ticket, size)
+    try:
+        headers = {"content-type": "application/json", "authorization": "Bearer sk-made-up"}
+        refused = httpx.post(
+            base + "/v1/chat/completions", content=big("mine", 100 * 1024), headers=headers
+        )
+        assert refused.status_code == 429
+        message = refused.json()["error"]["message"]
+        assert "limits.max_body_bytes_in_flight_per_principal" in message
+        assert str(sum(neighbours)) not in message, message
+    finally:
+        for ticket in held:
+            in_flight.leave(ticket)
+
+
+def in_flight_lane() -> str:
+    """The lane of unverified principals from loopback, as the app names it."""
+    from proxy.principals import unverified_lane
+
+    return unverified_lane(("127.0.0.1", 0))
