@@ -42,6 +42,7 @@ from rules.redact_manifests import redact_secret_data
 from rules.redact_names import MIN_SECRET_CHARS as MIN_SECRET_CHARS  # read from here too
 from rules.redact_names import is_secret_name as is_secret_name
 from rules.redact_names import is_secret_value as is_secret_value
+from rules.redact_objects import redact_secret_objects
 from rules.redact_pgpass import redact_pgpass
 from rules.redact_piped import redact_piped, redact_secure_strings
 from rules.redact_results import printing_calls, redact_printed
@@ -69,6 +70,7 @@ _MEMO_MAX_TEXT = 16_000
 def _redact_text(text: str) -> str:
     text = redact_escaped_keys(redact_key_shapes(redact_private_keys(redact_secret_data(text))))
     text = redact_call_credentials(redact_piped(redact_pgpass(redact_directives(text))))
+    text = redact_secret_objects(text)  # before the names' values: an object opens no value
     # last: its quotes may hold another rule's text ("'… curl -b 'sid=…' …")
     text = redact_secure_strings(redact_after_triggers(redact_url_credentials(text)))
     return redact_continued(text)  # after the others: the rest of what they redacted

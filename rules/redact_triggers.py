@@ -241,6 +241,10 @@ def _held_span(text: str, m: re.Match[str], name: str, needed: int) -> tuple[int
     groups = m.groupdict()
     group = next(g for g in VALUE_GROUPS if groups.get(g) is not None)
     value: str = m[group]
+    if group == "bare" and value == "{":
+        # an object opens (``"db_password": {…}``, a schema's ``password: { type: String }``):
+        # no value of its own; its fields are judged in their turn (``redact_objects``)
+        return m.end(), m.end(), m.end()
     # a value that starts redacted was a key or a URL's password: ``token:[REDACTED]@host``
     if value.startswith(REDACTED) or len(value) < needed or not value_fits(name, value):
         return None
