@@ -192,6 +192,13 @@ SECRETS = [
         ["hunter2", "s3cr3tP4ss"],
     ),
     case(
+        "an answer's Markdown table of credentials",
+        "| Setting | Value |\n|---|---|\n"
+        f"| DB password | {PW}a |\n| Admin token | `{PW}b` |\n| Host | db.internal |\n",
+        [PW],
+        ["| Host | db.internal |", "| DB password | ", "| Admin token | "],
+    ),
+    case(
         "terraform output -json and composer's auth.json: a secret name holding an object",
         '{\n  "db_password": {\n    "sensitive": true,\n    "type": "string",\n'
         f'    "value": "{PW}a"\n  }},\n  "endpoint": {{"value": "db.internal"}}\n}}\n'
@@ -233,6 +240,13 @@ LOOKALIKES = [
         [],
     ),
     case(
+        "a table documenting an API's fields",
+        "| Field | Type | Description |\n|-------|------|-------------|\n"
+        "| password | string | The user's password |\n| token | Optional[str] | A session token |\n"
+        "| api_key | `str` | Required |\n",
+        [],
+    ),
+    case(
         "a schema describing a password field",
         '"password": {"type": "string", "format": "password", "minLength": 8,'
         ' "description": "The user\'s password"}\n'
@@ -249,6 +263,8 @@ ADVERSARIAL: list[object] = [
     pytest.param("auth=(\"a\", " * 20_000, id="auth tuples opened in a row"),
     pytest.param("x" + "*" * 100_000, id="a long mask"),
     pytest.param('"password": {' * 8_000, id="objects opened in a row"),
+    pytest.param("| password | " * 8_000, id="table cells in a row"),
+    pytest.param("| password |" + " " * 60_000 + "x", id="a table cell of blanks"),
     pytest.param('"password": {' + '"a": "b", ' * 8_000, id="an object with many fields"),
 ]
 
