@@ -39,6 +39,7 @@ from rules.redact_directives import redact_directives
 from rules.redact_escapes import redact_escaped_keys
 from rules.redact_known import to_client, without_known
 from rules.redact_manifests import redact_secret_data
+from rules.redact_md_columns import redact_secret_columns
 from rules.redact_names import MIN_SECRET_CHARS as MIN_SECRET_CHARS  # read from here too
 from rules.redact_names import is_secret_name as is_secret_name
 from rules.redact_names import is_secret_value as is_secret_value
@@ -71,6 +72,7 @@ def _redact_text(text: str) -> str:
     text = redact_escaped_keys(redact_key_shapes(redact_private_keys(redact_secret_data(text))))
     text = redact_call_credentials(redact_piped(redact_pgpass(redact_directives(text))))
     text = redact_secret_objects(text)  # before the names' values: an object opens no value
+    text = redact_secret_columns(text)
     # last: its quotes may hold another rule's text ("'… curl -b 'sid=…' …")
     text = redact_secure_strings(redact_after_triggers(redact_url_credentials(text)))
     return redact_continued(text)  # after the others: the rest of what they redacted

@@ -199,6 +199,14 @@ SECRETS = [
         ["| Host | db.internal |", "| DB password | ", "| Admin token | "],
     ),
     case(
+        "an answer's Markdown table with a password column",
+        "| Service | User | Password | API key |\n|---------|------|:--------:|---|\n"
+        f"| Postgres | app | {PW}a | - |\n| Redis | default | `{PW}b` | n/a |\n"
+        f"| Grafana | admin | <set-in-ui> | {PW}c |\n\nAll three run on the same host.\n",
+        [PW],
+        ["| Postgres | app | ", "| Grafana | admin | <set-in-ui> | ", "All three run on"],
+    ),
+    case(
         "terraform output -json and composer's auth.json: a secret name holding an object",
         '{\n  "db_password": {\n    "sensitive": true,\n    "type": "string",\n'
         f'    "value": "{PW}a"\n  }},\n  "endpoint": {{"value": "db.internal"}}\n}}\n'
@@ -247,6 +255,13 @@ LOOKALIKES = [
         [],
     ),
     case(
+        "tables of columns named like secrets that hold no secret",
+        "| Model | Max tokens | Token | Secret |\n|---|---|---|---|\n"
+        "| gpt-4o | 128000 | string | yes |\n| claude | 200000 | `str` | no |\n"
+        "| Name | Password |\n| --- | --- |\n| admin | ******** |\n| ci | $CI_PASSWORD |\n",
+        [],
+    ),
+    case(
         "a schema describing a password field",
         '"password": {"type": "string", "format": "password", "minLength": 8,'
         ' "description": "The user\'s password"}\n'
@@ -264,6 +279,9 @@ ADVERSARIAL: list[object] = [
     pytest.param("x" + "*" * 100_000, id="a long mask"),
     pytest.param('"password": {' * 8_000, id="objects opened in a row"),
     pytest.param("| password | " * 8_000, id="table cells in a row"),
+    pytest.param("| Password |\n|---|\n" + "| a1! |\n" * 20_000, id="a password column's rows"),
+    pytest.param("| Password |\n|---|\n" * 4_000, id="tables in a row"),
+    pytest.param("| Password |\n|---|\n|" + "x" * 100_000, id="a row past its bound"),
     pytest.param("| password |" + " " * 60_000 + "x", id="a table cell of blanks"),
     pytest.param('"password": {' + '"a": "b", ' * 8_000, id="an object with many fields"),
 ]
