@@ -207,6 +207,15 @@ SECRETS = [
         ["| Postgres | app | ", "| Grafana | admin | <set-in-ui> | ", "All three run on"],
     ),
     case(
+        "YAML block scalars under a secret's name",
+        f"db:\n  password: |\n    {PW}a\n  host: db.internal\n"
+        f"smtp:\n  password: >-\n    {PW}b\n    {PW}c\n\n  port: 587\n"
+        "tls:\n  private_key: |+\n    MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7\n"
+        "    Us8cKjMzEfYyjiWA4R4M2bS1GB4t7NXp98C3SC6dVMvDuictGeurT\nuser: app\n",
+        [PW, "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7", "Us8cKjMzEfYyjiWA4R4M2b"],
+        ["  host: db.internal", "  port: 587", "user: app", "password: ", "private_key: "],
+    ),
+    case(
         "terraform output -json and composer's auth.json: a secret name holding an object",
         '{\n  "db_password": {\n    "sensitive": true,\n    "type": "string",\n'
         f'    "value": "{PW}a"\n  }},\n  "endpoint": {{"value": "db.internal"}}\n}}\n'
@@ -262,6 +271,13 @@ LOOKALIKES = [
         [],
     ),
     case(
+        "YAML block scalars that hold no secret",
+        "description: |\n  Set the password in the UI.\n"
+        "password_policy: >\n  At least 12 characters.\n"
+        "password: |\n\ntoken: ${GITHUB_TOKEN}\n",
+        [],
+    ),
+    case(
         "a schema describing a password field",
         '"password": {"type": "string", "format": "password", "minLength": 8,'
         ' "description": "The user\'s password"}\n'
@@ -279,6 +295,8 @@ ADVERSARIAL: list[object] = [
     pytest.param("x" + "*" * 100_000, id="a long mask"),
     pytest.param('"password": {' * 8_000, id="objects opened in a row"),
     pytest.param("| password | " * 8_000, id="table cells in a row"),
+    pytest.param("password: |\n" * 20_000, id="block scalars in a row"),
+    pytest.param("a:\n  password: |\n" + "   x\n" * 30_000, id="a long block"),
     pytest.param("| Password |\n|---|\n" + "| a1! |\n" * 20_000, id="a password column's rows"),
     pytest.param("| Password |\n|---|\n" * 4_000, id="tables in a row"),
     pytest.param("| Password |\n|---|\n|" + "x" * 100_000, id="a row past its bound"),
