@@ -1,6 +1,7 @@
 """A secret's name whose value is an object, for ``rules.redact``: the object's quoted values are
 the secret (``terraform output -json``'s ``"db_password": {"sensitive": true, "type": "string",
-"value": "…"}``, Composer's ``"gitlab-token": {"gitlab.example.com": "…"}``), but for the fields
+"value": "…"}``, a Terraform variable's ``default = "…"``, Composer's ``"gitlab-token":
+{"gitlab.example.com": "…"}``), but for the fields
 that describe one (a schema's ``"password": {"type": "string", "format": "password"}``) or say
 where it is kept. A captured body's parsed JSON loses such an object whole (``redact``'s field
 rule); this reads the same objects in a text. Only a flat object of 1,024 characters at most: each
@@ -19,8 +20,13 @@ _OBJECT = re.compile(
     r"""(?P<q>\\?["'])(?P<name>[\w.\-]{1,64}+)(?P=q)[ \t]*+:[ \t\r\n]*+"""
     r"""\{(?P<body>[^{}]{1,1024}+)\}"""
 )
+# Terraform's ``variable "db_password" { default = "…" }`` (a block nested inside is not read)
+_HCL_BLOCK = re.compile(
+    r"""(?:variable|output)[ \t]++"(?P<name>[\w.\-]{1,64}+)"[ \t]*+\{(?P<body>[^{}]{1,1024}+)\}"""
+)
 _FIELD = re.compile(
-    r"""\\?["'](?P<field>[^"'\\\r\n]{1,64}+)\\?["'][ \t]*+:[ \t\r\n]*+"""
+    r"""(?:\\?["'](?P<field>[^"'\\\r\n]{1,64}+)\\?["'][ \t]*+:"""
+    r"""|(?<![\w"'])(?P<hcl>[A-Za-z_][\w\-]{0,63}+)[ \t]*+=)[ \t\r\n]*+"""
     r"""(?:\\?"(?P<dq>(?:[^"\\\r\n]|\\[^"\r\n])*+)\\?"|'(?P<sq>(?:[^'\\\r\n]|\\[^\r\n])*+)')"""
 )
 # Fields that describe a secret or say where it is kept, not hold it: a schema's, Terraform's
@@ -38,7 +44,10 @@ def redact_secret_objects(text: str) -> str:
     """``text`` with the values of the objects its secret names hold replaced."""
     if "{" not in text:
         return text
-    return _OBJECT.sub(_redacted_object, text)
+    text = _OBJECT.sub(_redacted_object, text)
+    if "variable" not in text and "output" not in text:
+        return text
+    return _HCL_BLOCK.sub(_redacted_object, text)
 
 
 def _redacted_object(m: re.Match[str]) -> str:
@@ -49,7 +58,8 @@ def _redacted_object(m: re.Match[str]) -> str:
     for field in _FIELD.finditer(body):
         group = "dq" if field["dq"] is not None else "sq"
         value = field[group]
-        if field["field"].lower() in _DESCRIBING or not value or value.startswith(REDACTED):
+        named = field["field"] if field["field"] is not None else field["hcl"]
+        if named.lower() in _DESCRIBING or not value or value.startswith(REDACTED):
             continue
         if names_a_source(value) or is_placeholder(value, bare=False):
             continue

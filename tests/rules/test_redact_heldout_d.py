@@ -216,6 +216,14 @@ SECRETS = [
         ["  host: db.internal", "  port: 587", "user: app", "password: ", "private_key: "],
     ),
     case(
+        "a Terraform variable's default",
+        f'variable "db_password" {{\n  type      = string\n  default   = "{PW}"\n'
+        '  sensitive = true\n}\nvariable "region" {\n  default = "us-east-1"\n}\n'
+        'output "db_password" {\n  value     = aws_db_instance.main.password\n}\n',
+        [PW],
+        ["  type      = string", 'default = "us-east-1"', "= aws_db_instance.main.password"],
+    ),
+    case(
         "terraform output -json and composer's auth.json: a secret name holding an object",
         '{\n  "db_password": {\n    "sensitive": true,\n    "type": "string",\n'
         f'    "value": "{PW}a"\n  }},\n  "endpoint": {{"value": "db.internal"}}\n}}\n'
@@ -295,7 +303,7 @@ ADVERSARIAL: list[object] = [
     pytest.param("x" + "*" * 100_000, id="a long mask"),
     pytest.param('"password": {' * 8_000, id="objects opened in a row"),
     pytest.param("| password | " * 8_000, id="table cells in a row"),
-    pytest.param("password: |\n" * 20_000, id="block scalars in a row"),
+    pytest.param("password: |\n" * 8_000, id="block scalars in a row"),
     pytest.param("a:\n  password: |\n" + "   x\n" * 30_000, id="a long block"),
     pytest.param("| Password |\n|---|\n" + "| a1! |\n" * 20_000, id="a password column's rows"),
     pytest.param("| Password |\n|---|\n" * 4_000, id="tables in a row"),
