@@ -51,6 +51,7 @@ from rules.redact_shapes import REDACTED as REDACTED  # the marker, imported fro
 from rules.redact_shapes import redact_key_shapes
 from rules.redact_structured import command_words, named_pair
 from rules.redact_triggers import is_basic_credentials, redact_after_triggers
+from rules.redact_xml_pairs import redact_xml_pairs
 from rules.text_cache import text_cache
 
 
@@ -72,7 +73,7 @@ def _redact_text(text: str) -> str:
     text = redact_escaped_keys(redact_key_shapes(redact_private_keys(redact_secret_data(text))))
     text = redact_call_credentials(redact_piped(redact_pgpass(redact_directives(text))))
     text = redact_secret_objects(text)  # before the names' values: an object opens no value
-    text = redact_secret_columns(text)
+    text = redact_secret_columns(redact_xml_pairs(text))
     # last: its quotes may hold another rule's text ("'… curl -b 'sid=…' …")
     text = redact_secure_strings(redact_after_triggers(redact_url_credentials(text)))
     return redact_continued(text)  # after the others: the rest of what they redacted

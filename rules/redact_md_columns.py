@@ -78,7 +78,7 @@ def _secret_cells(text: str, at: int, end: int, columns: dict[int, int]) -> list
     for i, cell in enumerate(_cells(line)):
         needed = columns.get(i)
         word = _WORD.fullmatch(cell.strip()) if needed is not None else None
-        if word is not None:
+        if word is not None and needed is not None:
             value = word["v"]
             if (
                 len(value) >= needed

@@ -224,6 +224,18 @@ SECRETS = [
         ["  type      = string", 'default = "us-east-1"', "= aws_db_instance.main.password"],
     ),
     case(
+        "XML elements that name a secret beside its value",
+        "<configuration>\n  <property>\n    <name>fs.s3a.secret.key</name>\n"
+        f"    <value>{PW}abcd</value>\n  </property>\n  <property>\n"
+        "    <name>javax.jdo.option.ConnectionPassword</name>\n"
+        f"    <value>{PW}</value>\n  </property>\n  <property>\n"
+        "    <name>hive.metastore.uris</name>\n    <value>thrift://meta:9083</value>\n"
+        f'  </property>\n</configuration>\n<entry key="db.password">{PW}</entry>\n'
+        f'<setting name="ApiKey" serializeAs="String">\n  <value>{PW}efgh</value>\n</setting>\n',
+        [PW],
+        ["<value>thrift://meta:9083</value>", "<name>fs.s3a.secret.key</name>"],
+    ),
+    case(
         "terraform output -json and composer's auth.json: a secret name holding an object",
         '{\n  "db_password": {\n    "sensitive": true,\n    "type": "string",\n'
         f'    "value": "{PW}a"\n  }},\n  "endpoint": {{"value": "db.internal"}}\n}}\n'
@@ -286,6 +298,13 @@ LOOKALIKES = [
         [],
     ),
     case(
+        "XML elements naming a secret with no secret in them",
+        "<property><name>ssl.keystore.password</name><value>${env.KEYSTORE_PASS}</value>"
+        '</property>\n<entry key="password.min.length">12</entry>\n'
+        '<entry key="token">abc</entry>\n<setting name="Theme"><value>dark</value></setting>\n',
+        [],
+    ),
+    case(
         "a schema describing a password field",
         '"password": {"type": "string", "format": "password", "minLength": 8,'
         ' "description": "The user\'s password"}\n'
@@ -303,6 +322,8 @@ ADVERSARIAL: list[object] = [
     pytest.param("x" + "*" * 100_000, id="a long mask"),
     pytest.param('"password": {' * 8_000, id="objects opened in a row"),
     pytest.param("| password | " * 8_000, id="table cells in a row"),
+    pytest.param("<name>password</name> " * 8_000, id="XML names with no value"),
+    pytest.param('<a key="password">' * 8_000, id="XML elements not closed"),
     pytest.param("password: |\n" * 8_000, id="block scalars in a row"),
     pytest.param("a:\n  password: |\n" + "   x\n" * 30_000, id="a long block"),
     pytest.param("| Password |\n|---|\n" + "| a1! |\n" * 20_000, id="a password column's rows"),
