@@ -41,6 +41,13 @@ SECRETS = [
         ["db.internal:5432/app?sslmode=require", "cluster0.ab1cd.mongodb.net", "rabbit:5672"],
     ),
     case(
+        "a URL whose user is a key and whose password is its secret",
+        f"aws s3 cp s3://AKIAIOSFODNN7EXAMPLE:{PW}a@my-bucket/backup.tar.gz .\n"
+        f"git clone https://ghp_Ab1Cd2Ef3Gh4Ij5Kl6Mn7Op8Qr9St0Uv1Wx2:{PW}b@github.com/o/r.git\n",
+        [PW, "AKIAIOSFODNN7EXAMPLE", "ghp_Ab1Cd2Ef3Gh4Ij5Kl6Mn7Op8Qr9St0Uv1Wx2"],
+        ["@my-bucket/backup.tar.gz", "@github.com/o/r.git"],
+    ),
+    case(
         "tokens in URLs' queries",
         "GET https://api.example.com/v1/me?access_token=ya29.a0AfH6SMBx7Kq2Lm9Np4Rs&fields=id\n"
         "https://acct.blob.core.windows.net/c/f.txt?sv=2021-08-06&se=2025-01-01T00%3A00%3A00Z"
