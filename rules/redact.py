@@ -39,9 +39,11 @@ from rules.redact_directives import redact_directives
 from rules.redact_escapes import redact_escaped_keys
 from rules.redact_known import to_client, without_known
 from rules.redact_manifests import redact_secret_data
+from rules.redact_md_columns import redact_secret_columns
 from rules.redact_names import MIN_SECRET_CHARS as MIN_SECRET_CHARS  # read from here too
 from rules.redact_names import is_secret_name as is_secret_name
 from rules.redact_names import is_secret_value as is_secret_value
+from rules.redact_objects import redact_secret_objects
 from rules.redact_pgpass import redact_pgpass
 from rules.redact_piped import redact_piped, redact_secure_strings
 from rules.redact_results import printing_calls, redact_printed
@@ -49,6 +51,7 @@ from rules.redact_shapes import REDACTED as REDACTED  # the marker, imported fro
 from rules.redact_shapes import redact_key_shapes
 from rules.redact_structured import command_words, named_pair
 from rules.redact_triggers import is_basic_credentials, redact_after_triggers
+from rules.redact_xml_pairs import redact_xml_pairs
 from rules.text_cache import text_cache
 
 
@@ -69,6 +72,8 @@ _MEMO_MAX_TEXT = 16_000
 def _redact_text(text: str) -> str:
     text = redact_escaped_keys(redact_key_shapes(redact_private_keys(redact_secret_data(text))))
     text = redact_call_credentials(redact_piped(redact_pgpass(redact_directives(text))))
+    text = redact_secret_objects(text)  # before the names' values: an object opens no value
+    text = redact_secret_columns(redact_xml_pairs(text))
     # last: its quotes may hold another rule's text ("'… curl -b 'sid=…' …")
     text = redact_secure_strings(redact_after_triggers(redact_url_credentials(text)))
     return redact_continued(text)  # after the others: the rest of what they redacted

@@ -32,7 +32,10 @@ _PPK_PRIVATE = re.compile(
 # "?" in it is common). Linear: neither part can cross a "/", so the scan from one ``://`` stops
 # at the next.
 # A URL in JSON may have its slashes escaped (``https:\/\/u:pw@host``: PHP's json_encode, Java's).
-_URL_CREDENTIALS = re.compile(r"(?P<sep>://|:\\/\\/)[^\s:/?#@'\"<>\[\]]*:(?P<pw>[^\s/'\"<>]+)@")
+# (a user already redacted, a key id given as the user, ``s3://AKIA…:…@bucket``, keeps its password)
+_URL_CREDENTIALS = re.compile(
+    r"(?P<sep>://|:\\/\\/)(?:\[REDACTED\]|[^\s:/?#@'\"<>\[\]]*):(?P<pw>[^\s/'\"<>]+)@"
+)
 # A token given as a URL's user, with no password (``https://<40 hex>@github.com``, as git
 # accepts one): 32+ hex, or 40+ characters of a token's alphabet.
 _URL_USER_TOKEN = re.compile(

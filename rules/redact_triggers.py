@@ -30,6 +30,7 @@ from rules.redact_references import declares, is_placeholder, names_a_source, na
 from rules.redact_shapes import AWS_SECRET
 from rules.redact_shapes import REDACTED as REDACTED  # the marker, imported from here too
 from rules.redact_tables import table_row
+from rules.redact_yaml_blocks import block_span
 
 # Words after which a secret may follow, found with str.find on the lowercased text: ~20x faster
 # than a case-insensitive regex, which tries every position. (A text whose length changes when
@@ -241,6 +242,17 @@ def _held_span(text: str, m: re.Match[str], name: str, needed: int) -> tuple[int
     groups = m.groupdict()
     group = next(g for g in VALUE_GROUPS if groups.get(g) is not None)
     value: str = m[group]
+    if group == "bare" and value == "{":
+        # an object opens (``"db_password": {…}``, a schema's ``password: { type: String }``):
+        # no value of its own; its fields are judged in their turn (``redact_objects``)
+        return m.end(), m.end(), m.end()
+    if (
+        group == "bare"
+        and _BLOCK_SCALAR.fullmatch(value)
+        and ":" in text[m.start() : m.start(group)]
+        and _LINE_END.match(text, m.end())
+    ):
+        return block_span(text, m.start(), m.end())  # YAML's ``password: |`` and its lines
     # a value that starts redacted was a key or a URL's password: ``token:[REDACTED]@host``
     if value.startswith(REDACTED) or len(value) < needed or not value_fits(name, value):
         return None
@@ -254,6 +266,9 @@ def _held_span(text: str, m: re.Match[str], name: str, needed: int) -> tuple[int
     return m.start(group), m.end(group), m.end()
 
 
+# YAML's block scalar indicator (``|``, ``>-``, ``|2+``): the value is on the lines below
+_BLOCK_SCALAR = re.compile(r"[|>](?:[+-]?[1-9]?|[1-9][+-])")
+_LINE_END = re.compile(r"[ \t]*+(?:#[^\r\n]*+)?(?:\r?\n|\Z)")
 _KEY_NAMED = ("Name", "name", "_name", "_Name")  # ``keyName``, ``key_name``
 _SUBSTITUTED = ("$(", "`")
 

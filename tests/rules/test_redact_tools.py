@@ -48,6 +48,12 @@ FORMS = {
     f"{SECRET}cG9zdGdyZXM=\nkind: Secret\nmetadata:\n  name: app\n",
     "k8s-secret-json": f'{{"data": {{"API_ENDPOINT": "{SECRET}aHR0cA=="}}, "kind": "Secret"}}',
     "k8s-secret-stringdata": f"kind: Secret\nstringData:\n  config.ini: '{SECRET}'\n",
+    "kubectl-from-literal": f"kubectl create secret generic db --from-literal=api={SECRET}",
+    "kubectl-ns-from-literal": "kubectl -n prod create secret generic db "
+    f"--from-literal=username=admin --from-literal 'dsn=postgres://db/app?p={SECRET}'",
+    "kubectl-quoted-literal": f'kubectl create secret generic x --from-literal="c={SECRET} x"',
+    "mosquitto": f"mosquitto_pub -h broker -u iot -P {SECRET} -t t -m on",
+    "lftp": f"lftp -u admin,{SECRET} ftp.example.com",
     "ppk": "PuTTY-User-Key-File-2: ssh-rsa\nPublic-Lines: 1\nAAAAB3Nza\n"
     f"Private-Lines: 2\nAAAAgQCs{SECRET}\nAAAAQQD\nPrivate-MAC: 8f3a9c2e41d84b6f9a0c\n",
 }
@@ -82,6 +88,9 @@ def test_each_form_loses_the_password(text: str) -> None:
         "[Environment]::SetEnvironmentVariable('PATH','C:/bin','User')",
         "apiVersion: v1\ndata:\n  LOG_LEVEL: debug\nkind: ConfigMap\n",
         '{"data": {"LOG_LEVEL": "debug"}, "kind": "ConfigMap"}',
+        "kubectl create configmap app --from-literal=LOG_LEVEL=debug",
+        "kubectl create secret generic tls --from-file=tls.crt=./cert.pem",
+        "mosquitto_sub -h broker -p 1883 -t '#'", "lftp -u admin ftp.example.com",
     ],
 )  # fmt: skip
 def test_lookalikes_stay(text: str) -> None:
@@ -92,7 +101,8 @@ def test_lookalikes_stay(text: str) -> None:
     "block",
     ["echo x | sudo -S ", "echo 'a' ", "sqlplus a/", "Private-Lines: 1\nAAAA", "ENV A ",
      "password for x: ", "mongo -pX ", "rclone config create password ", "set -x A ",
-     "kind: Secret\ndata:\n  a: b\n", '"data": {"a": "b", ', "ConvertTo-SecureString '"],
+     "kind: Secret\ndata:\n  a: b\n", '"data": {"a": "b", ', "ConvertTo-SecureString '",
+     "kubectl create secret --from-literal=a=", "mosquitto_pub -P ", "lftp -u a,"],
 )  # fmt: skip
 def test_a_text_dense_in_these_forms_is_redacted_in_bounded_time(block: str) -> None:
     text = (block * (64 * 1024 // len(block) + 1))[: 64 * 1024]
