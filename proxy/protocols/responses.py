@@ -194,7 +194,7 @@ class ResponsesAdapter:
             elif m is part.lowered or m == part.lowered:
                 out.extend([items[i] for i in part.items])
             else:
-                out.extend(patched_items(st, part, m))
+                out.extend(patched_items(st, part, m, out))
             if recorder is not None:
                 recorder.message(j, m, out, before)
         if isinstance(body.get("input"), str) and len(out) == 1 and "type" not in out[0]:

@@ -72,6 +72,13 @@ def _orphans(items: list[Any], start: int) -> list[int]:
     return drop
 
 
+# the output type of a function and of a custom call
+_CALL_OUTPUTS = {
+    "function_call": "function_call_output",
+    "custom_tool_call": "custom_tool_call_output",
+}
+
+
 def new_items(st: State, m: Message, before: Sequence[Any] = ()) -> list[Any]:
     """Items for a message the rules wrote; ``before``: the items forwarded ahead of it."""
     r = role(m)
@@ -82,9 +89,7 @@ def new_items(st: State, m: Message, before: Sequence[Any] = ()) -> list[Any]:
         call_kind = _forwarded_kind(before, cid)
         if call_kind is None and isinstance(cid, str):
             call_kind = st.call_kinds.get(cid)
-        out_kind = (
-            "custom_tool_call_output" if call_kind == "custom_tool_call" else "function_call_output"
-        )
+        out_kind = _CALL_OUTPUTS.get(call_kind or "", "function_call_output")
         return [{"type": out_kind, "call_id": cid, "output": text_of(m.get("content"))}]
     if r == "assistant":
         out: list[Any] = []
@@ -113,7 +118,8 @@ def _forwarded_kind(before: Sequence[Any], cid: Any) -> str | None:
     return None
 
 
-def patched_items(st: State, part: Part, m: Message) -> list[Any]:
+def patched_items(st: State, part: Part, m: Message, before: Sequence[Any] = ()) -> list[Any]:
+    """Items for a message the rules changed; ``before``: the items forwarded ahead of it."""
     r = role(m)
     if r == "assistant":
         return _patched_assistant(st, part, m)
@@ -130,9 +136,16 @@ def patched_items(st: State, part: Part, m: Message) -> list[Any]:
             head = output if isinstance(output, list) else [part_maker("user")(output)]
             output = [*head, *more]
         patched = {**item, "output": output}
-        if m.get("tool_call_id") != output_call_id(item):
+        cid = m.get("tool_call_id")
+        if cid != output_call_id(item):
             named_by_id = "call_id" not in item and kind(item) == "local_shell_call_output"
-            patched["id" if named_by_id else "call_id"] = m.get("tool_call_id")
+            patched["id" if named_by_id else "call_id"] = cid
+            # moved to another call (its id reused): a function's or a custom call's output
+            # takes the type of the call it now answers, as the upstream pairs them by type
+            if kind(item) in _CALL_OUTPUTS.values():
+                call_kind = _forwarded_kind(before, cid)
+                if call_kind in _CALL_OUTPUTS:
+                    patched["type"] = _CALL_OUTPUTS[call_kind]
         return [patched]
     return [_patched_message(item, part.lowered.get("content"), m.get("content"))]
 
