@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from proxy.protocols.checks import responses_violations
 from proxy.rewrite.engine import Engine
 from tests.proxy.protocols.test_responses_adapter import engine, rewrite  # noqa: F401
 
@@ -94,3 +95,11 @@ async def _types_match(engine: Engine, items: list[Any]) -> list[Any]:  # noqa: 
             custom = kinds[item["call_id"]] == "custom_tool_call"
             assert item["type"] == ("custom_tool_call_output" if custom else "function_call_output")
     return sent
+
+
+def test_the_final_check_finds_an_output_of_another_kind() -> None:
+    items = REASSIGNED["a function result moved to a custom call"][:3]
+    assert responses_violations({"input": items}) == []
+    items = [*items[:2], _out("call_1", "custom_tool_call_output")]
+    found = responses_violations({"input": items})
+    assert found == ["input[2]: custom_tool_call_output for the function_call at input[1]"]
