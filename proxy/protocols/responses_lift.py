@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import partial
+from itertools import islice
 from typing import Any
 
 import orjson
@@ -77,6 +78,8 @@ _CALL_OUTPUTS = {
     "function_call": "function_call_output",
     "custom_tool_call": "custom_tool_call_output",
 }
+_OUTPUT_CALLS = {v: k for k, v in _CALL_OUTPUTS.items()}
+LOOK_BACK = 64  # items ``typed`` looks back over for the call an output answers
 
 
 def new_items(st: State, m: Message, before: Sequence[Any] = ()) -> list[Any]:
@@ -110,9 +113,23 @@ def new_items(st: State, m: Message, before: Sequence[Any] = ()) -> list[Any]:
              "content": parts}]  # fmt: skip
 
 
-def _forwarded_kind(before: Sequence[Any], cid: Any) -> str | None:
-    """The type of the nearest call item ``before`` holds with ``call_id`` ``cid``."""
-    for item in reversed(before):
+def typed(item: Any, before: Sequence[Any]) -> Any:
+    """``item`` as forwarded after ``before``: a function's or a custom call's output answering
+    a call of the other kind (the client's result the repair moved to it: the id reused, or the
+    result sent ahead of its call) takes that call's type, as the upstream pairs them by type.
+    The call is looked for among the last ``LOOK_BACK`` items (the repair puts a result after its
+    call's run): a bounded cost per output, whatever the body."""
+    k = kind(item)
+    if k not in _OUTPUT_CALLS:
+        return item
+    want = _CALL_OUTPUTS.get(_forwarded_kind(before, output_call_id(item), LOOK_BACK) or "")
+    return item if want is None or want == k else {**item, "type": want}
+
+
+def _forwarded_kind(before: Sequence[Any], cid: Any, limit: int | None = None) -> str | None:
+    """The type of the nearest call item ``before`` holds with ``call_id`` ``cid`` (among its
+    last ``limit`` items: None, all)."""
+    for item in islice(reversed(before), limit):
         if isinstance(item, dict) and item.get("call_id") == cid and kind(item) in CALLS:
             return str(kind(item))
     return None
@@ -140,13 +157,7 @@ def patched_items(st: State, part: Part, m: Message, before: Sequence[Any] = ())
         if cid != output_call_id(item):
             named_by_id = "call_id" not in item and kind(item) == "local_shell_call_output"
             patched["id" if named_by_id else "call_id"] = cid
-            # moved to another call (its id reused): a function's or a custom call's output
-            # takes the type of the call it now answers, as the upstream pairs them by type
-            if kind(item) in _CALL_OUTPUTS.values():
-                call_kind = _forwarded_kind(before, cid)
-                if call_kind in _CALL_OUTPUTS:
-                    patched["type"] = _CALL_OUTPUTS[call_kind]
-        return [patched]
+        return [typed(patched, before)]
     return [_patched_message(item, part.lowered.get("content"), m.get("content"))]
 
 

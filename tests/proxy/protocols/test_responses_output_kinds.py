@@ -71,6 +71,15 @@ REASSIGNED = {
 }
 
 
+# a result sent ahead of its call, typed as the other kind's: the repair moves it after the call
+MOVED = [
+    {"role": "user", "content": "go"},
+    _out("call_1", "custom_tool_call_output"),
+    _function("fc_1", "call_1"),
+    {"role": "user", "content": "next"},
+]
+
+
 @pytest.mark.parametrize("items", CASES.values(), ids=CASES.keys())
 async def test_a_written_result_has_its_calls_type(engine: Engine, items: list[Any]) -> None:  # noqa: F811
     await _types_match(engine, items)
@@ -80,6 +89,12 @@ async def test_a_written_result_has_its_calls_type(engine: Engine, items: list[A
 async def test_a_moved_result_takes_its_new_calls_type(engine: Engine, items: list[Any]) -> None:  # noqa: F811
     sent = await _types_match(engine, items)
     assert [i["call_id"] for i in sent[1:]] == ["call_1", "call_1", "call_1_2", "call_1_2"]
+
+
+async def test_a_result_moved_after_its_call_takes_its_type(engine: Engine) -> None:  # noqa: F811
+    sent = await _types_match(engine, MOVED)
+    assert [i.get("type") for i in sent[1:3]] == ["function_call", "function_call_output"]
+    assert sent[2]["output"] == "ok"
 
 
 async def _types_match(engine: Engine, items: list[Any]) -> list[Any]:  # noqa: F811
