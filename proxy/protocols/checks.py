@@ -5,7 +5,9 @@ reported: the tests run the same checks on what reached the upstream.
 Anthropic: each ``tool_use`` is answered by a ``tool_result`` at the start of the next (user)
 message, no result answers nothing, ids are unique and match ``^[a-zA-Z0-9_-]+$``, text blocks
 are not empty. Responses: each ``function_call`` / ``custom_tool_call`` has an output with its
-``call_id`` and no output lacks its call; a reasoning item is followed by an item of the turn.
+``call_id`` and no output lacks its call, nor answers a call of another kind (a
+``function_call_output`` for a ``custom_tool_call``: the upstream pairs them by type); a
+reasoning item is followed by an item of the turn.
 
 Both can resume from the state they had, in a session's previous request, a few messages before
 its end (``checked_violations``, ``responses_checked``): an agent's next request forwards the same
@@ -216,6 +218,14 @@ _CALL_KINDS = frozenset(
     {"function_call", "custom_tool_call", "local_shell_call", "shell_call", "apply_patch_call"}
 )
 _OUTPUT_KINDS = frozenset(f"{k}_output" for k in _CALL_KINDS)
+# a function's and a custom call's output must be of its call's type (the upstream pairs them so);
+# a local shell call is answered by a ``function_call_output`` too (Codex)
+_TYPED: dict[Any, str] = {
+    "function_call": "function",
+    "function_call_output": "function",
+    "custom_tool_call": "custom",
+    "custom_tool_call_output": "custom",
+}
 
 
 def responses_violations(body: dict[str, Any], known: Any = None) -> list[str]:
@@ -271,8 +281,12 @@ def responses_checked(
         elif kind in _OUTPUT_KINDS:
             cid = output_call_id(item)
             outputs.setdefault(cid, i)
-            if cid not in calls and not (held or references.before(i)):
-                out.append(f"input[{i}]: output for call_id not called before")
+            at, typed = calls.get(cid), _TYPED.get(kind)
+            if at is None:
+                if not (held or references.before(i)):
+                    out.append(f"input[{i}]: output for call_id not called before")
+            elif typed is not None and _TYPED.get(items[at].get("type"), typed) != typed:
+                out.append(f"input[{i}]: {kind} for the {items[at].get('type')} at input[{at}]")
         elif kind == "reasoning":
             nxt = items[i + 1] if i < last else None
             if (

@@ -35,7 +35,7 @@ from proxy.protocols.prefix import (
     with_items,
 )
 from proxy.protocols.prefix_memory import PrefixMemory
-from proxy.protocols.responses_lift import mend, new_items, patched_items
+from proxy.protocols.responses_lift import mend, new_items, patched_items, typed
 from proxy.protocols.responses_opaque import pair_opaque_calls
 from proxy.protocols.responses_parts import (
     CALLS,
@@ -192,9 +192,9 @@ class ResponsesAdapter:
             elif part is None:
                 out.extend(new_items(st, m, out))
             elif m is part.lowered or m == part.lowered:
-                out.extend([items[i] for i in part.items])
+                out.extend([typed(items[i], out) for i in part.items])
             else:
-                out.extend(patched_items(st, part, m))
+                out.extend(patched_items(st, part, m, out))
             if recorder is not None:
                 recorder.message(j, m, out, before)
         if isinstance(body.get("input"), str) and len(out) == 1 and "type" not in out[0]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import partial
+from itertools import islice
 from typing import Any
 
 import orjson
@@ -72,6 +73,15 @@ def _orphans(items: list[Any], start: int) -> list[int]:
     return drop
 
 
+# the output type of a function and of a custom call
+_CALL_OUTPUTS = {
+    "function_call": "function_call_output",
+    "custom_tool_call": "custom_tool_call_output",
+}
+_OUTPUT_CALLS = {v: k for k, v in _CALL_OUTPUTS.items()}
+LOOK_BACK = 64  # items ``typed`` looks back over for the call an output answers
+
+
 def new_items(st: State, m: Message, before: Sequence[Any] = ()) -> list[Any]:
     """Items for a message the rules wrote; ``before``: the items forwarded ahead of it."""
     r = role(m)
@@ -82,9 +92,7 @@ def new_items(st: State, m: Message, before: Sequence[Any] = ()) -> list[Any]:
         call_kind = _forwarded_kind(before, cid)
         if call_kind is None and isinstance(cid, str):
             call_kind = st.call_kinds.get(cid)
-        out_kind = (
-            "custom_tool_call_output" if call_kind == "custom_tool_call" else "function_call_output"
-        )
+        out_kind = _CALL_OUTPUTS.get(call_kind or "", "function_call_output")
         return [{"type": out_kind, "call_id": cid, "output": text_of(m.get("content"))}]
     if r == "assistant":
         out: list[Any] = []
@@ -105,15 +113,30 @@ def new_items(st: State, m: Message, before: Sequence[Any] = ()) -> list[Any]:
              "content": parts}]  # fmt: skip
 
 
-def _forwarded_kind(before: Sequence[Any], cid: Any) -> str | None:
-    """The type of the nearest call item ``before`` holds with ``call_id`` ``cid``."""
-    for item in reversed(before):
+def typed(item: Any, before: Sequence[Any]) -> Any:
+    """``item`` as forwarded after ``before``: a function's or a custom call's output answering
+    a call of the other kind (the client's result the repair moved to it: the id reused, or the
+    result sent ahead of its call) takes that call's type, as the upstream pairs them by type.
+    The call is looked for among the last ``LOOK_BACK`` items (the repair puts a result after its
+    call's run): a bounded cost per output, whatever the body."""
+    k = kind(item)
+    if k not in _OUTPUT_CALLS:
+        return item
+    want = _CALL_OUTPUTS.get(_forwarded_kind(before, output_call_id(item), LOOK_BACK) or "")
+    return item if want is None or want == k else {**item, "type": want}
+
+
+def _forwarded_kind(before: Sequence[Any], cid: Any, limit: int | None = None) -> str | None:
+    """The type of the nearest call item ``before`` holds with ``call_id`` ``cid`` (among its
+    last ``limit`` items: None, all)."""
+    for item in islice(reversed(before), limit):
         if isinstance(item, dict) and item.get("call_id") == cid and kind(item) in CALLS:
             return str(kind(item))
     return None
 
 
-def patched_items(st: State, part: Part, m: Message) -> list[Any]:
+def patched_items(st: State, part: Part, m: Message, before: Sequence[Any] = ()) -> list[Any]:
+    """Items for a message the rules changed; ``before``: the items forwarded ahead of it."""
     r = role(m)
     if r == "assistant":
         return _patched_assistant(st, part, m)
@@ -130,10 +153,11 @@ def patched_items(st: State, part: Part, m: Message) -> list[Any]:
             head = output if isinstance(output, list) else [part_maker("user")(output)]
             output = [*head, *more]
         patched = {**item, "output": output}
-        if m.get("tool_call_id") != output_call_id(item):
+        cid = m.get("tool_call_id")
+        if cid != output_call_id(item):
             named_by_id = "call_id" not in item and kind(item) == "local_shell_call_output"
-            patched["id" if named_by_id else "call_id"] = m.get("tool_call_id")
-        return [patched]
+            patched["id" if named_by_id else "call_id"] = cid
+        return [typed(patched, before)]
     return [_patched_message(item, part.lowered.get("content"), m.get("content"))]
 
 
