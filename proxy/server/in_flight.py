@@ -81,10 +81,12 @@ class InFlight:
             )
         share = self.fair_share(principal)
         if share is not None and count >= share:
+            # no count: an unverified principal's lane is its network's, whose other clients'
+            # requests its count holds
             raise TooManyInFlight(
                 "The proxy's upstream connections (limits.upstream_max_connections) are nearly "
-                f"all in use, and this client has its share of them ({count} requests in "
-                "flight); retry when one has finished."
+                "all in use, and this client has its share of them in flight; retry when one "
+                "has finished."
             )
         self._counts[principal] = count + 1
         self._requests += 1
