@@ -367,3 +367,27 @@ def test_a_principal_alone_keeps_its_whole_bound_and_shares_shrink_with_tenants(
     for ticket in [*alone[:8], *b, c]:
         flights.leave(ticket)
     assert flights.fair_share("a") is None and flights.of("a") == (0, 0)
+
+
+def test_a_third_tenant_under_its_share_leaves_a_connection_to_a_fourth() -> None:
+    """Shares apply to what enters: two tenants let in while the connections were free held more
+    than theirs, and a third tenant, under its own share, was let in past the last connection, so
+    a fourth tenant's first request waited for one (as if no share applied)."""
+    from proxy.errors import TooManyInFlight
+    from proxy.server.in_flight import InFlight
+
+    flights = InFlight(bound=8, byte_bound=1 << 30, capacity=16)
+    held = [flights.enter("a") for _ in range(8)]  # alone: its bound
+    held += [flights.enter("b") for _ in range(6)]  # 14: under an eighth free past it
+    for _ in range(16):
+        try:
+            held.append(flights.enter("c"))
+        except TooManyInFlight:
+            break
+    assert flights.of("c")[0] >= 1  # a newcomer is let in
+    held.append(flights.enter("d"))  # a newcomer too: a connection is left for it
+    try:
+        assert sum(flights.of(name)[0] for name in "abcd") <= 16
+    finally:
+        for ticket in held:
+            flights.leave(ticket)
