@@ -5,7 +5,9 @@ Every SSE reader skips a comment (``: keep-alive``, as gateways and SSE servers 
 a ``retry:`` or ``id:`` field says nothing of the answer; nor does a ``data:`` line with nothing
 in it. litellm's readers choke on them: its Gemini reader took a comment for the start of a JSON
 value and waited for the rest of it until the stream ended, and the OpenAI SDK it reads OpenAI's
-streams with parsed an event of no data as JSON. Either failed the whole answer.
+streams with parsed an event of no data as JSON. Either failed the whole answer. So an event's
+``event:`` line is held until a line of its data comes, and left out with an event that has none
+(one of no data is no event, as the SSE standard has it; the readers made one of its type).
 
 Lines end at ``\\n`` (a ``\\r`` before it is part of the end), as the line bound of
 ``litellm_answers`` counts them; a line is held until its end comes (a reader waits for it too).
@@ -20,13 +22,10 @@ import re
 _SKIPPED = re.compile(rb"^(?::|retry(?::|\r?$)|id(?::|\r?$)|data:?[ \t]*+\r?$)", re.MULTILINE)
 
 
-def _kept(lines: bytes) -> bytes:
-    """``lines`` without those that carry no event."""
-    if _SKIPPED.search(lines) is None:
-        return lines
-    return b"".join(
-        line for line in lines.splitlines(keepends=True) if _SKIPPED.match(line) is None
-    )
+# an event's type, at a line's start: said only once a line of its data comes (an event of no
+# data is none, as the SSE standard has it; the readers made one of its type and parsed its
+# empty data as JSON)
+_TYPE = re.compile(rb"^event(?::|\r?$)", re.MULTILINE)
 
 
 class SseLines:
@@ -35,6 +34,28 @@ class SseLines:
 
     def __init__(self) -> None:
         self._held: list[bytes] = []  # the start of a line whose end has not come
+        self._type = b""  # the event's type line, until a line of its data comes
+        self._data = False  # whether the event has had a line of its data
+
+    def _kept(self, lines: bytes) -> bytes:
+        """``lines`` without those that carry no event."""
+        if not self._type and _SKIPPED.search(lines) is None and _TYPE.search(lines) is None:
+            body = lines[:-1] if lines.endswith(b"\n") else lines
+            self._data = bool(body[body.rfind(b"\n") + 1 :].rstrip(b"\r"))  # its last line's
+            return lines
+        kept: list[bytes] = []
+        for line in lines.splitlines(keepends=True):
+            if _SKIPPED.match(line) is not None:
+                continue
+            if _TYPE.match(line) is not None and not self._data:
+                self._type = line  # the last one names the event
+                continue
+            data = bool(line.rstrip(b"\r\n"))  # else a blank line: the event's end
+            if data and self._type:
+                kept.append(self._type)
+            self._type, self._data = b"", data
+            kept.append(line)
+        return b"".join(kept)
 
     def feed(self, piece: bytes) -> bytes:
         end = piece.rfind(b"\n")
@@ -47,10 +68,10 @@ class SseLines:
             self._held.clear()
         if end + 1 < len(piece):
             self._held.append(piece[end + 1 :])
-        return _kept(head)
+        return self._kept(head)
 
     def end(self) -> bytes:
         """What is held at the stream's end: its last line, if it had no end of its own."""
         rest = b"".join(self._held)
         self._held.clear()
-        return _kept(rest) if rest else b""
+        return self._kept(rest) if rest else b""

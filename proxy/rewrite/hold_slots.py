@@ -48,7 +48,12 @@ class HoldSlots:
         if self._total + 1 <= self.capacity - max(1, self.capacity // 8):
             return True
         others = len(self._held) - (principal in self._held)
-        return not others or held < max(1, self.capacity // (others + 2))
+        if not others:
+            return True
+        # who took slots while the pool was free may hold more than its share: past the last
+        # connection but one, only a newcomer holds (the one kept for a tenant to come)
+        last = held > 0 and self._total + 2 > self.capacity
+        return not last and held < max(1, self.capacity // (others + 2))
 
     @contextlib.asynccontextmanager
     async def slot(self, principal: str) -> AsyncIterator[None]:

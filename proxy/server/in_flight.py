@@ -72,7 +72,8 @@ class InFlight:
     def enter(self, principal: str) -> Ticket:
         """Count one more of ``principal``'s; ``TooManyInFlight`` (counting nothing) past the
         bound, or past its fair share when the shared connections are nearly all taken
-        (``fair_share``). Each ticket returned is given back once with ``leave``."""
+        (``fair_share``), or then, one already in flight, to the last free connection.
+        Each ticket returned is given back once with ``leave``."""
         count = self._counts.get(principal, 0)
         if count >= self.bound:
             raise TooManyInFlight(
@@ -80,11 +81,16 @@ class InFlight:
                 "(limits.max_in_flight_per_principal); retry when one has finished."
             )
         share = self.fair_share(principal)
-        if share is not None and count >= share:
+        # who entered while the connections were free may hold more than its share: past the last
+        # connection but one, only a newcomer enters (the one kept for a tenant to come)
+        last = count > 0 and self._requests + 2 > (self.capacity or 0)
+        if share is not None and (count >= share or last):
+            # no count: an unverified principal's lane is its network's, whose other clients'
+            # requests its count holds
             raise TooManyInFlight(
                 "The proxy's upstream connections (limits.upstream_max_connections) are nearly "
-                f"all in use, and this client has its share of them ({count} requests in "
-                "flight); retry when one has finished."
+                "all in use, and this client has its share of them in flight; retry when one "
+                "has finished."
             )
         self._counts[principal] = count + 1
         self._requests += 1

@@ -53,3 +53,27 @@ async def test_without_a_bound_nothing_is_counted() -> None:
     slots = HoldSlots(None)
     async with slots.slot("a"), slots.slot("a"):
         assert slots.users("a") == 0
+
+
+async def test_a_third_tenant_under_its_share_leaves_a_slot_to_a_fourth() -> None:
+    """Shares bound what is taken: two tenants that took slots while the pool was free held more
+    than theirs, and a third, under its own share, took holds past the pool, so a fourth
+    tenant's first hold waited for a connection (up to the lock timeout, then read-only)."""
+    slots = HoldSlots(bound=8, capacity=16)
+    async with contextlib.AsyncExitStack() as held:
+        for _ in range(8):
+            await held.enter_async_context(slots.slot("a"))
+        for _ in range(6):
+            await held.enter_async_context(slots.slot("b"))  # 14: two kept free past it
+        waiting = []
+        for _ in range(4):
+            waiting.append(asyncio.create_task(held.enter_async_context(slots.slot("c"))))
+        await asyncio.sleep(0.01)
+        async with asyncio.timeout(1):
+            await held.enter_async_context(slots.slot("d"))
+        try:
+            assert slots._total <= 16, slots._total
+        finally:
+            for task in waiting:
+                task.cancel()
+            await asyncio.gather(*waiting, return_exceptions=True)

@@ -170,6 +170,14 @@ def settled(in_flight: Any, principal: str, expected: tuple[int, int]) -> tuple[
     return in_flight.of(principal)  # type: ignore[no-any-return]
 
 
+def idle(in_flight: Any, *but: str) -> bool:
+    """Whether no principal (but those named) has requests in flight, within 5 s."""
+    deadline = time.monotonic() + 5
+    while set(in_flight._counts) - set(but) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return not set(in_flight._counts) - set(but)
+
+
 def principal_of(app: Any, key: str) -> str:
     return str(app.state.services.principals.of({"authorization": f"Bearer {key}"}, None))
 
@@ -189,6 +197,9 @@ def test_a_tenants_bodies_in_flight_are_bounded_in_bytes(
         assert post(base, key).status_code == 200
     in_flight = app.state.services.in_flight
     a = principal_of(app, "sk-a")
+    # their places given back (just after their answers; the first in their network's lane):
+    # while another is in flight, a has a fair share
+    assert idle(in_flight)
     in_flight.bound = 100  # only the bytes bound is under test here
     held = [in_flight.enter(a) for _ in range(8)]
     for ticket in held:  # eight requests of 250 KiB waiting on long answers
@@ -202,6 +213,8 @@ def test_a_tenants_bodies_in_flight_are_bounded_in_bytes(
     # another tenant's body of the same size goes through
     other = httpx.post(url, content=body, headers={**headers, "authorization": "Bearer sk-b"})
     assert other.status_code == 200
+    # its place given back (just after its answer): while it is in flight, a has a fair share
+    assert idle(in_flight, a)
     for ticket in held[:2]:
         in_flight.leave(ticket)
     assert httpx.post(url, content=body, headers=headers).status_code == 200
@@ -367,3 +380,27 @@ def test_a_principal_alone_keeps_its_whole_bound_and_shares_shrink_with_tenants(
     for ticket in [*alone[:8], *b, c]:
         flights.leave(ticket)
     assert flights.fair_share("a") is None and flights.of("a") == (0, 0)
+
+
+def test_a_third_tenant_under_its_share_leaves_a_connection_to_a_fourth() -> None:
+    """Shares apply to what enters: two tenants let in while the connections were free held more
+    than theirs, and a third tenant, under its own share, was let in past the last connection, so
+    a fourth tenant's first request waited for one (as if no share applied)."""
+    from proxy.errors import TooManyInFlight
+    from proxy.server.in_flight import InFlight
+
+    flights = InFlight(bound=8, byte_bound=1 << 30, capacity=16)
+    held = [flights.enter("a") for _ in range(8)]  # alone: its bound
+    held += [flights.enter("b") for _ in range(6)]  # 14: under an eighth free past it
+    for _ in range(16):
+        try:
+            held.append(flights.enter("c"))
+        except TooManyInFlight:
+            break
+    assert flights.of("c")[0] >= 1  # a newcomer is let in
+    held.append(flights.enter("d"))  # a newcomer too: a connection is left for it
+    try:
+        assert sum(flights.of(name)[0] for name in "abcd") <= 16
+    finally:
+        for ticket in held:
+            flights.leave(ticket)

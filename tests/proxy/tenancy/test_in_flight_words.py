@@ -68,3 +68,28 @@ def in_flight_lane() -> str:
     from proxy.principals import unverified_lane
 
     return unverified_lane(("127.0.0.1", 0))
+
+
+def test_a_lanes_share_refusal_tells_nothing_of_how_many_its_other_clients_have() -> None:
+    """Past its share of the upstream connections, a lane's 429 said how many requests it had
+    in flight: for keys no upstream has answered yet, their network's lane, whose count is the
+    neighbours' requests. It names the setting, never the count."""
+    from proxy.errors import TooManyInFlight
+    from proxy.server.in_flight import InFlight
+
+    flights = InFlight(16, 1 << 30, capacity=16)
+    lane = in_flight_lane()
+    others = [flights.enter("tenant-a") for _ in range(8)]
+    neighbours = [flights.enter(lane) for _ in range(6)]  # the lane's other clients' requests
+    try:
+        try:
+            flights.enter(lane)
+        except TooManyInFlight as refused:
+            message = str(refused)
+        else:
+            raise AssertionError("the lane's share was not applied")
+        assert "limits.upstream_max_connections" in message
+        assert str(len(neighbours)) not in message, message
+    finally:
+        for ticket in [*others, *neighbours]:
+            flights.leave(ticket)

@@ -78,6 +78,9 @@ EMPTY = {
     "retry": b"retry: 3000\n\n",
     "id": b"id: 7\n\n",
     "empty data": b"data: \n\n",
+    # an event of no data is not dispatched (the SSE standard: its type is dropped with it)
+    "event, empty data": b"event: ping\ndata:\n\n",
+    "event, no data": b"event: ping\n\n",
 }
 
 
@@ -144,3 +147,17 @@ async def test_a_whole_answer_to_a_stream_is_not_called_unreachable(
     assert r.status_code == 502, r.text
     assert b"could not be read" in r.content and b"could not be reached" not in r.content
     assert row["error_type"] != "upstream_connection_error"
+
+
+def test_an_events_type_is_said_with_its_data_only() -> None:
+    from proxy.sse_lines import SseLines
+
+    stream = (
+        b"event: ping\ndata:\n\nevent: ping\n\nevent: a\ndata: 1\n\n"
+        b"data: 2\nevent: b\n\nevent: c\r\nevent: d\r\ndata: 3\r\n\r\nevent: e"
+    )
+    kept = b"\n\nevent: a\ndata: 1\n\ndata: 2\nevent: b\n\nevent: d\r\ndata: 3\r\n\r\n"
+    for size in (1, 2, 7, len(stream)):
+        lines = SseLines()
+        out = b"".join(lines.feed(stream[i : i + size]) for i in range(0, len(stream), size))
+        assert out + lines.end() == kept, size
