@@ -17,24 +17,11 @@ def test_the_total_bounds_refusal_tells_nothing_of_other_tenants_bodies(
     proxy: tuple[str, EdgeUpstream, Any],  # noqa: F811
 ) -> None:
     base, _, app = proxy
-    in_flight = app.state.services.in_flight
     others = [BODY_LIMIT - 1000 - i * 7 for i in range(16)]  # other tenants' bodies, in flight
-    held = []
-    for i, size in enumerate(others):
-        held.append(ticket := in_flight.enter(f"tenant-{i}"))
-        in_flight.size(ticket, size)
-    try:
-        headers = {"content-type": "application/json", "authorization": "Bearer sk-bob"}
-        body = big("one more", 100 * 1024)
-        refused = httpx.post(base + "/v1/chat/completions", content=body, headers=headers)
-        assert refused.status_code == 429
-        message = refused.json()["error"]["message"]
-        assert "limits.max_body_bytes_in_flight" in message
-        assert str(sum(others)) not in message, message
-    finally:
-        for ticket in held:
-            in_flight.leave(ticket)
-
+    held = [(f"tenant-{i}", size) for i, size in enumerate(others)]
+    message = refused_beside(app, base, held, "sk-bob")
+    assert "limits.max_body_bytes_in_flight" in message
+    assert str(sum(others)) not in message, message
 
 def test_a_lanes_refusal_tells_nothing_of_what_its_other_clients_carry(
     proxy: tuple[str, EdgeUpstream, Any],  # noqa: F811
@@ -42,26 +29,30 @@ def test_a_lanes_refusal_tells_nothing_of_what_its_other_clients_carry(
     """Keys no upstream has answered yet share their network's lane: the lane's 429 told one
     client the bytes its neighbours' bodies carried."""
     base, _, app = proxy
-    in_flight = app.state.services.in_flight
-    lane = in_flight_lane()
     neighbours = [8 * BODY_LIMIT - 50_007]  # one neighbour's body, near the lane's byte bound
-    held = []
-    for size in neighbours:
-        held.append(ticket := in_flight.enter(lane))
+    held = [(in_flight_lane(), size) for size in neighbours]
+    message = refused_beside(app, base, held, "sk-made-up")
+    assert "limits.max_body_bytes_in_flight_per_principal" in message
+    assert str(sum(neighbours)) not in message, message
+
+
+def refused_beside(app: Any, base: str, held: list[tuple[str, int]], key: str) -> str:
+    """The message of the 429 a 100 KiB body under ``key`` gets while ``held``'s (lane, body
+    bytes) are in flight."""
+    in_flight = app.state.services.in_flight
+    tickets = []
+    for lane, size in held:
+        tickets.append(ticket := in_flight.enter(lane))
         in_flight.size(ticket, size)
     try:
-        headers = {"content-type": "application/json", "authorization": "Bearer sk-made-up"}
-        refused = httpx.post(
-            base + "/v1/chat/completions", content=big("mine", 100 * 1024), headers=headers
-        )
+        headers = {"content-type": "application/json", "authorization": f"Bearer {key}"}
+        body = big("one more", 100 * 1024)
+        refused = httpx.post(base + "/v1/chat/completions", content=body, headers=headers)
         assert refused.status_code == 429
-        message = refused.json()["error"]["message"]
-        assert "limits.max_body_bytes_in_flight_per_principal" in message
-        assert str(sum(neighbours)) not in message, message
+        return str(refused.json()["error"]["message"])
     finally:
-        for ticket in held:
+        for ticket in tickets:
             in_flight.leave(ticket)
-
 
 def in_flight_lane() -> str:
     """The lane of unverified principals from loopback, as the app names it."""
