@@ -84,6 +84,14 @@ _ASSIGNED = re.compile(  # ``env["KEY"] = …`` too; ``：`` in CJK text
     r"""|new[ \t]String\()(?=\\{0,7}["'])|!![A-Za-z][\w-]{0,15}[ \t]++(?=[^\s|>]))?"""
     rf"""(?:{QUOTED_VALUE}|{BARE})"""
 )
+# An annotated assignment, ``PASSWORD: Final = "…"`` (Python), ``apiKey: string = "…"``
+# (TypeScript): the value is the one after `` = ``, not the type (which went, the value stayed).
+# Blanks around its ``=``: a YAML password holding ``=`` (``password: ab=cd``) is read whole.
+_ANNOTATED = re.compile(
+    r"""[ \t]*+:[ \t]*+[A-Za-z_][\w.]*+(?:\[[^\]\r\n]{0,64}\]|<[^>\r\n]{0,64}>)?"""
+    r"""(?:[ \t]*+\|[ \t]*+[A-Za-z_][\w.]*+)*+[ \t]++=[ \t]++"""
+    rf"""(?:{QUOTED_VALUE}|{BARE})"""
+)
 # ``Authorization: <scheme> <credentials>``: the credentials go, to the end of the line or quote.
 _AUTH_VALUE = re.compile(
     r"""\\?["']?[ \t]*+[:=][ \t]*+\\?["']?[ \t]*+"""  # possessive: blanks are read once
@@ -216,6 +224,7 @@ def _value_span(text: str, start: int, end: int) -> tuple[int, int, int] | None:
     reach = min(len(text), end + SHAPED_REACH) if shaped_name(name) else len(text)
     m = (
         paired_value(text, start, end)
+        or _ANNOTATED.match(text, end, reach)
         or _ASSIGNED.match(text, end, reach)
         or env_value(text, name_start(text, start), end)
     )
