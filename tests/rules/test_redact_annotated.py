@@ -5,14 +5,7 @@ nothing went. The value after `` = `` goes; an annotation with no secret stays w
 
 from __future__ import annotations
 
-import pytest
-
-from tests.support.redaction_cases import (
-    assert_linear,
-    assert_lookalike_kept,
-    assert_secrets_gone,
-    case,
-)
+from tests.support.redaction_cases import case, held_out_tests
 
 SECRETS = [
     case("a Final constant", 'PASSWORD: Final = "Tr0ub4dor&3x"', ["Tr0ub4dor"], ["Final"]),
@@ -38,23 +31,12 @@ LOOKALIKES = [
 ]
 
 
-@pytest.mark.parametrize(("text", "gone", "kept"), SECRETS)
-def test_secrets_go(text: str, gone: list[str], kept: list[str]) -> None:
-    assert_secrets_gone(text, gone, kept)
+ADVERSARIAL = [
+    "password: " + "T | " * 40_000 + "= x",
+    ("password: Final" + " " * 1_000) * 200,
+    "token: List[" + "a" * 100_000,
+]
 
-
-@pytest.mark.parametrize(("text", "kept", "_unused"), LOOKALIKES)
-def test_lookalikes_stay(text: str, kept: list[str], _unused: list[str]) -> None:
-    assert_lookalike_kept(text, kept)
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        "password: " + "T | " * 40_000 + "= x",
-        ("password: Final" + " " * 1_000) * 200,
-        "token: List[" + "a" * 100_000,
-    ],
+test_secrets_go, test_lookalikes_stay, test_linear = held_out_tests(
+    SECRETS, LOOKALIKES, ADVERSARIAL
 )
-def test_linear(text: str) -> None:
-    assert_linear(text)

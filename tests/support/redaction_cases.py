@@ -5,6 +5,7 @@ time."""
 from __future__ import annotations
 
 import base64
+from collections.abc import Callable
 
 import pytest
 
@@ -43,3 +44,24 @@ def assert_linear(text: str) -> None:
         out = redact_text(text)
     assert took.seconds < 0.25, f"{took.seconds:.3f} s on {len(text)} characters"
     assert redact_text(out) == out
+
+
+def held_out_tests(
+    secrets: list[object], lookalikes: list[object], adversarial: list[object]
+) -> tuple[Callable[..., None], Callable[..., None], Callable[..., None]]:
+    """A held-out set's three tests, for its module to name: its secrets go, its look-alikes
+    stay, its adversarial forms redact in linear time."""
+
+    @pytest.mark.parametrize(("text", "gone", "kept"), secrets)
+    def test_secrets_go(text: str, gone: list[str], kept: list[str]) -> None:
+        assert_secrets_gone(text, gone, kept)
+
+    @pytest.mark.parametrize(("text", "kept", "_unused"), lookalikes)
+    def test_lookalikes_stay(text: str, kept: list[str], _unused: list[str]) -> None:
+        assert_lookalike_kept(text, kept)
+
+    @pytest.mark.parametrize("text", adversarial)
+    def test_linear(text: str) -> None:
+        assert_linear(text)
+
+    return test_secrets_go, test_lookalikes_stay, test_linear
