@@ -17,6 +17,8 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 
+from proxy.fair_share import may_take
+
 
 def hold_bound(store_kind: str, pool_size: int) -> int | None:
     """Half the PostgreSQL pool (at least 1); None (no bound) for SQLite."""
@@ -45,15 +47,8 @@ class HoldSlots:
             return True
         if held >= self.bound:
             return False
-        if self._total + 1 <= self.capacity - max(1, self.capacity // 8):
-            return True
         others = len(self._held) - (principal in self._held)
-        if not others:
-            return True
-        # who took slots while the pool was free may hold more than its share: past the last
-        # connection but one, only a newcomer holds (the one kept for a tenant to come)
-        last = held > 0 and self._total + 2 > self.capacity
-        return not last and held < max(1, self.capacity // (others + 2))
+        return may_take(held, self._total, others, self.capacity)
 
     @contextlib.asynccontextmanager
     async def slot(self, principal: str) -> AsyncIterator[None]:

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from proxy.errors import TooManyInFlight
+from proxy.fair_share import may_take
 from proxy.settings import LimitSettings
 
 
@@ -71,20 +72,15 @@ class InFlight:
 
     def enter(self, principal: str) -> Ticket:
         """Count one more of ``principal``'s; ``TooManyInFlight`` (counting nothing) past the
-        bound, or past its fair share when the shared connections are nearly all taken
-        (``fair_share``), or then, one already in flight, to the last free connection.
-        Each ticket returned is given back once with ``leave``."""
+        bound or its fair share of the upstream connections (``within_share``). Each ticket
+        returned is given back once with ``leave``."""
         count = self._counts.get(principal, 0)
         if count >= self.bound:
             raise TooManyInFlight(
                 f"This client already has {self.bound} requests in flight through the proxy "
                 "(limits.max_in_flight_per_principal); retry when one has finished."
             )
-        share = self.fair_share(principal)
-        # who entered while the connections were free may hold more than its share: past the last
-        # connection but one, only a newcomer enters (the one kept for a tenant to come)
-        last = count > 0 and self._requests + 2 > (self.capacity or 0)
-        if share is not None and (count >= share or last):
+        if not self.within_share(principal):
             # no count: an unverified principal's lane is its network's, whose other clients'
             # requests its count holds
             raise TooManyInFlight(
@@ -96,21 +92,11 @@ class InFlight:
         self._requests += 1
         return Ticket(principal)
 
-    def fair_share(self, principal: str) -> int | None:
-        """The requests ``principal`` may have in flight now, where that is fewer than its bound:
-        when one more would leave under an eighth of the shared connections free and another
-        principal has requests in flight, each gets an equal share with one kept for a tenant
-        yet to come. Half the connections each, two tenants' long streams held every one of
-        them, and a third tenant's request waited for one (up to the upstream's timeout); a
-        principal alone keeps its whole bound. None: no share applies."""
-        if self.capacity is None:
-            return None
-        if self._requests + 1 <= self.capacity - max(1, self.capacity // 8):
-            return None
+    def within_share(self, principal: str) -> bool:
+        """Whether one more of ``principal``'s fits its fair share of the upstream connections
+        (``proxy.fair_share``)."""
         others = len(self._counts) - (principal in self._counts)
-        if not others:
-            return None
-        return max(1, self.capacity // (others + 2))
+        return may_take(self._counts.get(principal, 0), self._requests, others, self.capacity)
 
     def size(self, ticket: Ticket, size: int) -> None:
         """The ticket's body counts ``size`` bytes now (its declared length, then its own);

@@ -375,11 +375,11 @@ def test_a_principal_alone_keeps_its_whole_bound_and_shares_shrink_with_tenants(
     b = [flights.enter("b") for _ in range(6)]  # 14 in flight: one more leaves under 2 free
     with pytest.raises(TooManyInFlight, match="its share"):
         flights.enter("b")  # past its share beside a: 16 // 3
-    assert flights.fair_share("c") == 16 // 4  # a newcomer: let in, up to a share of its own
+    assert flights.within_share("c")  # a newcomer: let in, up to a share of its own
     c = flights.enter("c")
     for ticket in [*alone[:8], *b, c]:
         flights.leave(ticket)
-    assert flights.fair_share("a") is None and flights.of("a") == (0, 0)
+    assert flights.within_share("a") and flights.of("a") == (0, 0)
 
 
 def test_a_third_tenant_under_its_share_leaves_a_connection_to_a_fourth() -> None:
