@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections import OrderedDict, deque
 from collections.abc import AsyncIterator
 
 from proxy.fair_share import may_take
@@ -27,7 +28,11 @@ def hold_bound(store_kind: str, pool_size: int) -> int | None:
 
 class HoldSlots:
     """Per principal, at most ``bound`` holds at once, and its share of the ``capacity`` (the
-    pool) when that is nearly all held (a principal with none is not kept)."""
+    pool) when that is nearly all held (a principal with none is not kept). Waiters are served
+    in their order, each principal's own first come first served: a release hands its slot to
+    the first waiter that may hold now, and a request finding its principal's waiters queued
+    queues behind them (woken all at once, as before, a request coming in as a slot was let go
+    took it ahead of them, and each release did work for every waiter)."""
 
     def __init__(self, bound: int | None, capacity: int | None = None) -> None:
         self.bound = bound
@@ -35,9 +40,9 @@ class HoldSlots:
         self._held: dict[str, int] = {}  # by principal: its holds now
         self._users: dict[str, int] = {}  # by principal: its holds and its waits
         self._total = 0
-        # each wait's future (made in the loop that waits): every release wakes them all, and
-        # each looks again whether its principal may hold
-        self._waiters: list[asyncio.Future[None]] = []
+        # by principal, its waits' futures (made in the loop that waits) in their order; the
+        # principals in the order they are next served (one served goes last)
+        self._queues: OrderedDict[str, deque[asyncio.Future[None]]] = OrderedDict()
 
     def may_hold(self, principal: str) -> bool:
         """Whether one more hold of ``principal``'s fits its bound and, where one applies, its
@@ -58,16 +63,10 @@ class HoldSlots:
             return
         self._users[principal] = self._users.get(principal, 0) + 1
         try:
-            while not self.may_hold(principal):
-                waiter = asyncio.get_running_loop().create_future()
-                self._waiters.append(waiter)
-                try:
-                    await waiter
-                finally:
-                    with contextlib.suppress(ValueError):  # woken: no longer listed
-                        self._waiters.remove(waiter)
-            self._held[principal] = self._held.get(principal, 0) + 1
-            self._total += 1
+            if principal in self._queues or not self.may_hold(principal):
+                await self._wait(principal)  # the slot is taken for it when it is woken
+            else:
+                self._take(principal)
             try:
                 yield
             finally:
@@ -79,6 +78,27 @@ class HoldSlots:
             else:
                 del self._users[principal]
 
+    async def _wait(self, principal: str) -> None:
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        queue = self._queues.setdefault(principal, deque())
+        queue.append(waiter)
+        try:
+            await waiter
+        except BaseException:
+            if waiter.done() and not waiter.cancelled():  # its slot was taken: passed on
+                self._release(principal)
+            else:
+                with contextlib.suppress(ValueError):
+                    queue.remove(waiter)
+                if not queue and self._queues.get(principal) is queue:
+                    del self._queues[principal]
+                self._wake()
+            raise
+
+    def _take(self, principal: str) -> None:
+        self._held[principal] = self._held.get(principal, 0) + 1
+        self._total += 1
+
     def _release(self, principal: str) -> None:
         held = self._held[principal] - 1
         if held:
@@ -86,10 +106,27 @@ class HoldSlots:
         else:
             del self._held[principal]
         self._total -= 1
-        waiters, self._waiters = self._waiters, []
-        for waiter in waiters:
-            if not waiter.done():
-                waiter.set_result(None)
+        self._wake()
+
+    def _wake(self) -> None:
+        """Takes a slot for each first waiter that may hold now, principals in turn; a release
+        serves one or a few (a principal leaving the pool widens the others' shares), so the
+        work is a look at each principal waiting, not at each waiter."""
+        served = True
+        while served and self._queues:
+            served = False
+            for principal in list(self._queues):
+                queue = self._queues[principal]
+                while queue and queue[0].done():  # cancelled: its task takes it out
+                    queue.popleft()
+                if queue and self.may_hold(principal):
+                    self._take(principal)
+                    queue.popleft().set_result(None)
+                    served = True
+                    if queue:
+                        self._queues.move_to_end(principal)
+                if not queue:
+                    del self._queues[principal]
 
     def lease(self, principal: str) -> contextlib.AbstractAsyncContextManager[None] | None:
         """One of ``principal``'s slots, for the store to take once the session's turn is had;
