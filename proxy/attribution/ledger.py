@@ -68,6 +68,8 @@ class Pending:
     cache: CacheFacts
     diagnose: bool = False  # the provider was asked for its diagnosis (``diagnostics``)
     compared_with: str | None = None  # the previous answer's id it was asked against
+    sent: Sent | None = None  # what it noted as the session's previous request
+    replaced: Sent | None = None  # what that was before (``take_back``)
 
 
 @dataclass
@@ -108,9 +110,16 @@ class CacheLedger:
             session.sent, sent, client, outcome.messages, ctx.tokens, tools_tokens, outcome.report,
             ctx.cache.last_at,
         )  # fmt: skip
-        session.sent = sent
+        replaced, session.sent = session.sent, sent
         self._keep(sid, session)
-        return Pending(sid, facts, ctx.cache)
+        return Pending(sid, facts, ctx.cache, sent=sent, replaced=replaced)
+
+    def take_back(self, pending: Pending) -> None:
+        """A request refused: the session's previous request is again the one before it,
+        unless a later one was noted since (a refused request was never cached upstream)."""
+        session = self._sessions.peek(pending.session_id)
+        if session is not None and pending.sent is not None and session.sent is pending.sent:
+            session.sent = pending.replaced
 
     def previous_response(self, session_id: str) -> str | None:
         """The id of the session's latest answer, as its upstream named it."""

@@ -35,6 +35,7 @@ from proxy.rewrite.prepared import Prepared
 from proxy.rewrite.request_context import RequestContexts, _Request
 from proxy.rewrite.resolver import Resolver
 from proxy.rewrite.rewritten import Rewritten as Rewritten  # where callers find it
+from proxy.rewrite.rewritten import Saved
 from proxy.rewrite.session_key import named_session, parent_session_key, session_key
 from proxy.settings import Settings
 from proxy.store.base import SessionHandle, Store
@@ -295,17 +296,18 @@ class Engine(RequestContexts, Lifting):
                     code="context_over_budget",
                 )
         forwarded, data = await self.offload.maybe(request.heavy, self._lift, ctx, request, outcome)
+        saved = Saved(state)
         rewritten = Rewritten(
             forwarded, outcome.report, sid, parent, request.adapter.name, data,
-            model=request.named_model,
+            model=request.named_model, saved=saved,
         )  # fmt: skip
-        finish = functools.partial(self._finish, held, state, ctx, outcome, request.heavy, parent)
+        finish = functools.partial(self._finish, held, saved, ctx, outcome, request.heavy, parent)
         return Prepared(rewritten, finish, stack)
 
     async def _finish(
         self,
         held: SessionHandle,
-        state: SessionState,
+        saved: Saved,
         ctx: Context,
         outcome: PipelineOutcome,
         heavy: bool,
@@ -314,7 +316,32 @@ class Engine(RequestContexts, Lifting):
         """What a request leaves once its body is known: the session's new state, saved (redacted
         against the state it ran on), and its facts for the cache attribution."""
         redacted = await self.offload.maybe(
-            heavy, redact_state, outcome.state, state, PROXY_NAMESPACES
+            heavy, redact_state, outcome.state, saved.before, PROXY_NAMESPACES
         )
         await held.save(redacted, parent)
+        saved.state = redacted
         return self.ledger.begin(ctx, outcome)
+
+    async def take_back(self, first: Rewritten, last: Rewritten | None = None) -> bool:
+        """A request the upstream refused (or the proxy, once its state was saved): its
+        session put back to the state ``first`` ran on, where what is stored is still what
+        ``last`` (the overflow rescue's retry, else ``first``) saved; a later request's save
+        is left standing. Whether it was put back."""
+        last = last or first
+        for noted in (last.cache, first.cache):  # the retry's first, then the request's
+            if noted is not None:
+                self.ledger.take_back(noted)
+        kept, saved = first.saved, last.saved
+        if kept is None or saved is None or last.session_id != first.session_id:
+            return False
+        done = saved.state
+        if done is None:  # nothing saved
+            return False
+        slot = self.hold_slots.lease(current_lane(first.principal))
+        async with self.store.session(first.session_id, slot) as held:
+            now = held.state
+            if now is not done and now.data != done.data:
+                return False
+            await held.save(kept.before, None)
+        kept.state = saved.state = None  # put back: nothing of theirs is stored
+        return True

@@ -8,7 +8,17 @@ from typing import Any
 
 from proxy.attribution.ledger import Pending
 from proxy.principals import split_scoped
+from rules.base import SessionState
 from rules.report import Report
+
+
+@dataclass
+class Saved:
+    """What a request's save replaced: the state it ran on (``before``) and, once saved, the
+    state saved; a request the upstream refused puts ``before`` back (``Engine.take_back``)."""
+
+    before: SessionState
+    state: SessionState | None = None
 
 
 @dataclass(frozen=True)
@@ -21,6 +31,7 @@ class Rewritten:
     data: bytes | None = None  # ``body``'s bytes, where the adapter had them (else written)
     model: str | None = None  # the model, where the body does not name it (Gemini's path)
     cache: Pending | None = None  # against the session's previous request, for its cache line
+    saved: Saved | None = None  # the session's state before and after this request's save
 
     def with_cache(self, cache: Pending) -> Rewritten:
         """A copy with its ``cache`` set: ``dataclasses.replace`` without its generic pass over

@@ -1,14 +1,19 @@
 """The rewrite is finished while the upstream reads the request (``Engine.prepare``): the
 session's state is saved and the request noted for the cache attribution after the request is
-sent, not before. The session stays held until then, so its next request still sees the state."""
+sent, not before. The session stays held until then, so its next request still sees the state.
+A request refused leaves the state as it was (``refused``)."""
 
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 from proxy.failures import STOPPING
 from proxy.rewrite.prepared import Prepared
 from proxy.rewrite.rewritten import Rewritten
+
+if TYPE_CHECKING:
+    from proxy.rewrite.engine import Engine
 
 log = logging.getLogger("ctxproxy.server")
 
@@ -27,11 +32,34 @@ async def finished(prepared: Prepared, request_id: str) -> Rewritten:
 
 
 async def let_go(prepared: Prepared, request_id: str) -> None:
-    """However the request ended (an error before its upstream call, a disconnect): finished, its
-    session let go; a failure is logged, not raised over the request's own outcome."""
+    """However the request ended (an error before its upstream call, a disconnect): its session
+    let go, finished if its upstream call was made (an error before it saves nothing); a failure
+    is logged, not raised over the request's own outcome."""
     if prepared.settled:
         return
     try:
+        if not prepared.finished:  # never forwarded: nothing of it is kept
+            await prepared.let_go()
+            return
         await prepared.finish()
     except Exception:
         log.exception("request %s: saving the session's state failed", request_id)
+
+
+async def refused(
+    engine: Engine, prepared: Prepared, request_id: str, last: Rewritten | None = None
+) -> None:
+    """A request refused (by the upstream, or by the proxy after its rewrite) leaves its
+    session's state as it was, before its answer is sent (a client retrying at once would run
+    on the refused attempt's state): not saved when its finish has not begun, else put back
+    (``Engine.take_back``; ``last``: the overflow rescue's retry). A failure is logged."""
+    if not prepared.finished:
+        await prepared.let_go()
+        return
+    first = await finished(prepared, request_id)
+    try:
+        await engine.take_back(first, last)
+    except STOPPING:
+        raise
+    except BaseException:
+        log.exception("request %s: putting the session's state back failed", request_id)

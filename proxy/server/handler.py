@@ -43,7 +43,7 @@ from proxy.server.asgi_send import request_id as new_request_id
 from proxy.server.body_work import captured, read_body_json
 from proxy.server.disconnect_watch import DisconnectWatch, disconnect_signal
 from proxy.server.feedback import ask_diagnosis, note_cache_usage, whole_answer, with_cache_line
-from proxy.server.forward_first import finished, let_go
+from proxy.server.forward_first import finished, let_go, refused
 from proxy.server.in_flight import Ticket, declared_length
 from proxy.server.log_fields import completion_fields, with_captured_answer
 from proxy.server.provider_refs import (
@@ -252,9 +252,12 @@ class ProtocolHandler:
                 )
                 if rewritten is not first:
                     pending = rewritten.cache
+                if response.status >= 400:  # refused: its state left as it was
+                    await refused(self.s.engine, prepared, request_id, rewritten)
                 # a lane of its own from now, once an answer vouches for its own credential
                 self.s.principals.answered(principal, response.status, upstream, client)
             except ProxyError as exc:
+                await refused(self.s.engine, prepared, request_id)
                 await self._answer_error(send, exc, row, started, out_headers)
                 return
             except asyncio.CancelledError:  # the client went away while we waited upstream

@@ -74,6 +74,10 @@ async def rescue_overflow(
     except ProxyError as exc:
         info["outcome"], info["status"] = "failed_again", exc.status
         await _record(s, row, second, info)
+        try:  # refused: the session's state as the first request found it
+            await s.engine.take_back(rewritten, second)
+        except Exception:
+            log.exception("request %s: putting the session's state back failed", row["id"])
         raise
     fitted = retry.status < 400
     info["outcome"], info["status"] = ("fitted" if fitted else "failed_again"), retry.status

@@ -56,8 +56,8 @@ async def test_a_failure_before_the_upstream_call_lets_the_session_go(
     tmp_path: Path, fake_upstream: FakeUpstream, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """An error between the rewrite and the upstream call (here one no error answer catches): the
-    state is kept as a finished rewrite's, and the session's next request is not left waiting for
-    its hold."""
+    state is left as it was (the request was never forwarded), and the session's next request is
+    not left waiting for its hold."""
     import proxy.server.handler as handler_mod
 
     real = handler_mod.ask_diagnosis
@@ -76,7 +76,7 @@ async def test_a_failure_before_the_upstream_call_lets_the_session_go(
         assert not fake_upstream.requests
         store = client.app.state.services.store  # type: ignore[attr-defined]
         state, _ = await store.load_state("anonymous/ff")
-        assert state.data
+        assert not state.data
         post = client.post("/v1/chat/completions", content=body("two"), headers=JSON)
         second = await asyncio.wait_for(post, 10)
         assert second.status_code == 200 and len(fake_upstream.requests) == 1
