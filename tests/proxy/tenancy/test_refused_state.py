@@ -136,3 +136,37 @@ def test_a_request_refused_before_its_upstream_call_leaves_the_state_as_it_was(
     monkeypatch.setattr(handler, "bounded_report", refuse)
     assert post(base, request(*SECOND)).status_code == 400
     assert len(upstream.seen) == seen and stored(app) == before
+
+
+def test_on_postgresql_a_refused_request_leaves_the_state_as_it_was(
+    pg_server: Any, upstream: EdgeUpstream
+) -> None:
+    from proxy.app import create_app
+    from tests.proxy.tenancy.serving import tenancy_settings
+    from tests.support.live import serve_in_thread, stop
+
+    url = pg_server.database()
+    store = {"url": url, "pool_size": 4}
+    app = create_app(tenancy_settings(upstream, "passthrough", None, store=store), db_path=url)
+    server, base = serve_in_thread(app)
+    try:
+        upstream.reply = Reply.json(chat_completion("ok"))
+        services = app.state.services
+        sid = scoped(services.principals.of({"authorization": f"Bearer {KEY}"}), SESSION)
+        assert post(base, request(*FIRST)).status_code == 200
+        before = asyncio.run(_in_database(url, sid))
+        upstream.reply = Reply.json({"error": {"message": "busy", "type": "overloaded"}}, 529)
+        assert post(base, request(*SECOND)).status_code == 529
+        assert asyncio.run(_in_database(url, sid)) == before
+    finally:
+        stop(server)
+
+
+async def _in_database(url: str, sid: str) -> Any:
+    import asyncpg
+
+    conn = await asyncpg.connect(url)
+    try:
+        return orjson.loads(await conn.fetchval("SELECT state FROM sessions WHERE id = $1", sid))
+    finally:
+        await conn.close()
