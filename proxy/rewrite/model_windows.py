@@ -16,6 +16,8 @@ from typing import Any
 
 import orjson
 
+from proxy.charge_groups import charged_to
+
 TABLE = "model_prices_and_context_window_backup.json"
 
 
@@ -124,6 +126,10 @@ class LearnedWindows:
     def __init__(self, max_entries: int = 1024) -> None:
         self._windows: OrderedDict[tuple[str, str, str], int] = OrderedDict()
         self._per_principal: dict[str, int] = {}  # how many each principal has: the hot check
+        # whom each window is charged to (its principal, or while unverified its lane:
+        # ``proxy.charge_groups``, as the shared maps charge it), and how many each holds
+        self._charged: dict[tuple[str, str, str], str] = {}
+        self._per_charge: dict[str, int] = {}
         self._max = max_entries
 
     def knows(self, principal: str) -> bool:
@@ -140,17 +146,24 @@ class LearnedWindows:
         known = self._windows.get(key)
         kept = max(floor, window if known is None else min(known, window))
         if known is None:
-            self._per_principal[principal] = self._per_principal.get(principal, 0) + 1
+            _add(self._per_principal, principal, 1)
+            charge = self._charged[key] = charged_to(principal)
+            _add(self._per_charge, charge, 1)
         self._windows[key] = kept
         self._windows.move_to_end(key)
         while len(self._windows) > self._max:  # rare: on an overflow error, a walk of 1,024
-            most = max(self._per_principal, key=self._per_principal.__getitem__)
-            oldest = next(k for k in self._windows if k[0] == most)
-            del self._windows[oldest]
-            dropped = most
-            left = self._per_principal[dropped] - 1
-            if left:
-                self._per_principal[dropped] = left
-            else:
-                del self._per_principal[dropped]
+            most = max(self._per_charge, key=self._per_charge.__getitem__)
+            oldest = next(k for k in self._windows if self._charged[k] == most)
+            del self._windows[oldest], self._charged[oldest]
+            _add(self._per_charge, most, -1)
+            _add(self._per_principal, oldest[0], -1)
         return kept
+
+
+def _add(counts: dict[str, int], name: str, n: int) -> None:
+    """``counts[name] += n``, a count of 0 taken out."""
+    left = counts.get(name, 0) + n
+    if left:
+        counts[name] = left
+    else:
+        del counts[name]

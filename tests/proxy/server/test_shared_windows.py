@@ -207,3 +207,26 @@ def test_the_principal_holding_most_learned_windows_loses_its_oldest_first() -> 
     assert windows.get("alice", "openai", "made-up-19") == 5_000
     assert windows.get("alice", "openai", "made-up-0") is None  # her oldest went
     assert sum(windows.get("alice", "openai", f"made-up-{i}") is not None for i in range(20)) == 7
+
+
+def test_made_up_keys_windows_are_charged_to_their_lane() -> None:
+    """In passthrough before a keyless upstream (a local vLLM), a network's made-up keys past the
+    ones accepted stay unverified: charged each to itself, 20 of them holding one window each
+    tied with a tenant's one, and the tenant's, the oldest, went first. Charged to their lane
+    (``proxy.charge_groups``), as the shared maps charge them, they lose their own."""
+    from proxy import charge_groups
+
+    made_up = [f"pt-made-up-{i}" for i in range(20)]
+    for principal in made_up:
+        charge_groups.unverified(principal, "unverified@10.9.9.9")
+    try:
+        windows = LearnedWindows(max_entries=8)
+        windows.learn("pt-tenant", "openai", "gpt-4o", 5_000)
+        for principal in made_up:
+            windows.learn(principal, "openai", "gpt-4o", 5_000)
+        assert windows.get("pt-tenant", "openai", "gpt-4o") == 5_000
+        assert windows.get(made_up[-1], "openai", "gpt-4o") == 5_000
+        assert sum(windows.knows(p) for p in made_up) == 7
+    finally:
+        for principal in made_up:
+            charge_groups.verified(principal)
