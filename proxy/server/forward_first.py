@@ -5,6 +5,8 @@ A request refused leaves the state as it was (``refused``)."""
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import logging
 from typing import TYPE_CHECKING
 
@@ -52,14 +54,24 @@ async def refused(
     """A request refused (by the upstream, or by the proxy after its rewrite) leaves its
     session's state as it was, before its answer is sent (a client retrying at once would run
     on the refused attempt's state): not saved when its finish has not begun, else put back
-    (``Engine.take_back``; ``last``: the overflow rescue's retry). A failure is logged."""
+    (``Engine.take_back``; ``last``: the overflow rescue's retry), to the end even when the
+    client goes meanwhile. A failure is logged."""
     if not prepared.finished:
         await prepared.let_go()
         return
     first = await finished(prepared, request_id)
+    putting = asyncio.ensure_future(engine.take_back(first, last))
+    putting.add_done_callback(functools.partial(_put_back, request_id))
     try:
-        await engine.take_back(first, last)
+        await asyncio.shield(putting)
     except STOPPING:
         raise
-    except BaseException:
-        log.exception("request %s: putting the session's state back failed", request_id)
+    except BaseException:  # logged by ``_put_back``
+        pass
+
+
+def _put_back(request_id: str, task: asyncio.Future[bool]) -> None:
+    if not task.cancelled() and (exc := task.exception()) is not None:
+        log.error(
+            "request %s: putting the session's state back failed", request_id, exc_info=exc
+        )
