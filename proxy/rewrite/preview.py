@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from proxy.principals import scoped
 from proxy.protocols.base import Adapter
-from proxy.rewrite.offload import current_lane, items_of
+from proxy.rewrite.offload import command_bytes, current_lane, items_of
 from proxy.rewrite.session_key import session_key
 
 if TYPE_CHECKING:
@@ -31,9 +31,14 @@ async def forwarded_body(
     ``model``: the model, where the body does not name it (Gemini's path)."""
     from proxy.rewrite.request_context import _Request
 
-    heavy = engine.offload.heavy(raw_size, items_of(body))
+    items = items_of(body)
+    heavy = engine.offload.heavy(raw_size, items)
     hint = scoped(principal, session_key(headers, body, [], engine.session_salt))
     lowered = await engine.offload.maybe(heavy, adapter.lower, body, hint)
+    if not heavy:  # few bytes, but commands (and a redacting restore) cost more a byte, as in
+        # ``Engine.prepare``: a count's 38 KB of `mv` lines held the loop 0.3 s inline
+        commands = command_bytes(lowered.messages, raw_size)
+        heavy = engine.offload.weighed(raw_size, items, commands, engine.restores_history)
     sid = scoped(principal, session_key(headers, body, lowered.conversation(), engine.session_salt))
     # the reads take pooled connections (a snapshot waits out another replica's save), within
     # the principal's share of the pool, as a request's hold does (``hold_slots``)
