@@ -16,11 +16,12 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from rules.entities import ref_gate, ref_grammar
+from rules.entities import lexicon_cache, ref_gate, ref_grammar
 from rules.entities.ref_prefilter import required_literals, tail_words
-from rules.packs import builtin_strings, compile_regex, load_pack
+from rules.packs import BUILTIN_DIR, builtin_strings, compile_regex, load_pack
 
 _SLOT = re.compile(r"\{([a-z_]+)\}")
 _FRAGMENT = re.compile(r"(?<!\?P)<([a-z_]+)>")  # not a named group's (?P<name>
@@ -314,11 +315,29 @@ def _groups(data: Any) -> dict[str, tuple[str, ...]]:
     return {str(g): tuple(map(str, a or ())) for g, a in (data or {}).items()}
 
 
+# what a kept copy of the lexicons is compiled by (``lexicon_cache``): these modules' sources
+_COMPILERS = (Path(__file__).parent, Path(compile_regex.__code__.co_filename),
+              Path(lexicon_cache.recording.__code__.co_filename))  # fmt: skip
+
+
+def _compiler_sources() -> list[Path]:
+    folder, *files = _COMPILERS
+    return sorted(folder.glob("*.py")) + files
+
+
 @functools.lru_cache(maxsize=16)
 def load_lexicons(
     extra_packs: tuple[str, ...] = (),
 ) -> tuple[Mapping[str, Kind], tuple[Lexicon, ...]]:
-    """(kinds, one lexicon per language)."""
+    """(kinds, one lexicon per language); a copy kept from an earlier run when the packs and
+    this code are the same (``lexicon_cache``)."""
+    packs = [BUILTIN_DIR / "references.yaml", *map(Path, extra_packs)]
+    key = lexicon_cache.key_of(_compiler_sources(), packs) if lexicon_cache.in_use() else None
+    classes = {c.__name__: c for c in (Kind, Pattern, FileKind, Lexicon)}
+    return lexicon_cache.cached(key, lambda: _compile(extra_packs), classes)
+
+
+def _compile(extra_packs: tuple[str, ...]) -> tuple[Mapping[str, Kind], tuple[Lexicon, ...]]:
     data = load_pack("references", extra_packs)
     kinds = _kinds(data)
     for name, kind in kinds.items():
