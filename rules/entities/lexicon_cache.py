@@ -69,7 +69,9 @@ def key_of(sources: Iterable[Path], packs: Iterable[Path]) -> str | None:
 
 def cached(key: str | None, compute: Callable[[], T], classes: Mapping[str, type]) -> T:
     """``compute()``, or the copy kept under ``key`` (``classes``: the value's own classes, the
-    only ones a kept copy may build). A copy unreadable for any reason is compiled again."""
+    only ones a kept copy may build). A copy unreadable for any reason is compiled again. A user
+    pack's patterns passed the regex budget (``rules.packs.compile_regex``) when the copy was
+    made: the same bytes are not timed again."""
     shelf = _SHELF[0] if _SHELF and key is not None else None
     if shelf is None or key is None:
         return compute()
