@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rules import packs, regex_literals
 from rules.entities import lexicon_cache, ref_gate, ref_grammar
 from rules.entities.ref_prefilter import required_literals, tail_words
 from rules.packs import BUILTIN_DIR, builtin_strings, compile_regex, load_pack
@@ -316,8 +317,7 @@ def _groups(data: Any) -> dict[str, tuple[str, ...]]:
 
 
 # what a kept copy of the lexicons is compiled by (``lexicon_cache``): these modules' sources
-_COMPILERS = (Path(__file__).parent, Path(compile_regex.__code__.co_filename),
-              Path(lexicon_cache.recording.__code__.co_filename))  # fmt: skip
+_COMPILERS = (Path(__file__).parent, Path(packs.__file__), Path(regex_literals.__file__))
 
 
 def _compiler_sources() -> list[Path]:
@@ -331,8 +331,8 @@ def load_lexicons(
 ) -> tuple[Mapping[str, Kind], tuple[Lexicon, ...]]:
     """(kinds, one lexicon per language); a copy kept from an earlier run when the packs and
     this code are the same (``lexicon_cache``)."""
-    packs = [BUILTIN_DIR / "references.yaml", *map(Path, extra_packs)]
-    key = lexicon_cache.key_of(_compiler_sources(), packs) if lexicon_cache.in_use() else None
+    files = [BUILTIN_DIR / "references.yaml", *map(Path, extra_packs)]
+    key = lexicon_cache.key_of(_compiler_sources(), files) if lexicon_cache.in_use() else None
     classes = {c.__name__: c for c in (Kind, Pattern, FileKind, Lexicon)}
     return lexicon_cache.cached(key, lambda: _compile(extra_packs), classes)
 
