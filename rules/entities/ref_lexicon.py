@@ -23,6 +23,7 @@ from rules import packs, regex_literals
 from rules.entities import lexicon_cache, ref_gate, ref_grammar
 from rules.entities.ref_prefilter import required_literals, tail_words
 from rules.packs import BUILTIN_DIR, builtin_strings, compile_regex, load_pack
+from rules.regex_literals import compile_once
 
 _SLOT = re.compile(r"\{([a-z_]+)\}")
 _FRAGMENT = re.compile(r"(?<!\?P)<([a-z_]+)>")  # not a named group's (?P<name>
@@ -246,8 +247,9 @@ def _compile_language(
     gate = compile_regex(str(script), 0, f"references pack, {lang}: script") if script else None
     kop = ref_grammar.alternation([*words["kop"], *words["fop"]], space)
     # bounded windows around a mention (see ref_detect): its verb before it, or after it (CJK)
-    before = re.compile(r"(?:^|\W)(?P<kop>" + kop + r")\s*+(?:to\s++)?$")
-    after = re.compile(r"^\s*+(?:을|를|은|는|を|は|も|给|給)?\s*+(?P<kop>" + kop + ")")
+    # compiled as the templates are: a kept copy holds their code (``lexicon_cache``)
+    before = compile_once(r"(?:^|\W)(?P<kop>" + kop + r")\s*+(?:to\s++)?$")
+    after = compile_once(r"^\s*+(?:을|를|은|는|を|は|も|给|給)?\s*+(?P<kop>" + kop + ")")
     prefix = spec.get("relation_prefix")
     relation = compile_template(str(prefix), "relation", 1) if prefix else None
     prefixes = tuple(
@@ -265,7 +267,7 @@ def _compile_language(
     quantities = ref_grammar.expand_all(spec.get("placement_quantifiers") or ())
     quantity = r"(?:(?:" + ref_grammar.alternation(quantities, space) + r")\s++)?"
     placement = (
-        re.compile(r"(?:^|\W)(?:" + placing + r")\s++" + (quantity if quantities else "") + "$")
+        compile_once(r"(?:^|\W)(?:" + placing + r")\s++" + (quantity if quantities else "") + "$")
         if relation
         else None
     )
