@@ -1,11 +1,11 @@
-"""Where ``ctxproxy`` keeps the compiled references lexicons between runs
-(``rules.entities.lexicon_cache``): ``$CTXPROXY_CACHE_DIR``, else ``$XDG_CACHE_HOME/ctxproxy``,
-else ``~/.cache/ctxproxy``; set empty, nowhere.
+"""Where ``ctxproxy`` keeps the compiled references lexicons (``rules.entities.lexicon_cache``)
+and the tokenizers' merge tables (``proxy.kept_encodings``) between runs: ``$CTXPROXY_CACHE_DIR``,
+else ``$XDG_CACHE_HOME/ctxproxy``, else ``~/.cache/ctxproxy``; set empty, nowhere.
 
 A kept copy is unpickled, so only a file this user alone could have written is read: the folder
 and the file owned by this user, neither writable by the group or others, opened without
 following a link (the folder held open while its file is read, so it cannot be swapped under
-the checks). Anything else, or any error, is a miss: the lexicons are compiled as without it."""
+the checks). Anything else, or any error, is a miss: made again as without it."""
 
 from __future__ import annotations
 
@@ -40,8 +40,8 @@ def _private(info: os.stat_result) -> bool:
 class DirShelf:
     """``rules.entities.lexicon_cache.Shelf`` on a private folder."""
 
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
+    def __init__(self, folder: Path, prefix: str = PREFIX) -> None:
+        self.folder, self.prefix = folder, prefix  # its files' names: prefix + key
 
     @contextlib.contextmanager
     def _opened(self) -> Iterator[int]:
@@ -58,7 +58,7 @@ class DirShelf:
     def read(self, key: str) -> bytes | None:
         try:
             with self._opened() as folder:
-                fd = os.open(f"{PREFIX}{key}", os.O_RDONLY | os.O_NOFOLLOW, dir_fd=folder)
+                fd = os.open(f"{self.prefix}{key}", os.O_RDONLY | os.O_NOFOLLOW, dir_fd=folder)
                 with os.fdopen(fd, "rb") as file:
                     info = os.fstat(file.fileno())
                     if not stat.S_ISREG(info.st_mode) or not _private(info):
@@ -77,7 +77,7 @@ class DirShelf:
                 try:
                     with os.fdopen(fd, "wb") as file:
                         file.write(data)
-                    os.replace(temp, self.folder / f"{PREFIX}{key}")
+                    os.replace(temp, self.folder / f"{self.prefix}{key}")
                 except OSError:
                     with contextlib.suppress(OSError):
                         os.unlink(temp)
@@ -85,8 +85,8 @@ class DirShelf:
                 self._trim()
 
     def _trim(self) -> None:
-        """Only the ``KEPT`` newest copies stay: one for each recent set of packs."""
-        copies = sorted(self.folder.glob(f"{PREFIX}*"), key=_mtime, reverse=True)
+        """Only the ``KEPT`` newest copies of this prefix stay: one for each recent key."""
+        copies = sorted(self.folder.glob(f"{self.prefix}*"), key=_mtime, reverse=True)
         for old in copies[KEPT:]:
             with contextlib.suppress(OSError):
                 old.unlink()
@@ -100,20 +100,25 @@ def _mtime(path: Path) -> float:
 
 
 def install(environ: Mapping[str, str]) -> None:
-    """Keep the lexicons in this user's cache folder (``default_dir``), from now on."""
+    """Keep the lexicons and the tokenizers' tables in this user's cache folder
+    (``default_dir``), from now on."""
+    from proxy import kept_encodings
     from rules.entities import lexicon_cache
 
     folder = default_dir(environ)
     lexicon_cache.use(DirShelf(folder) if folder is not None else None)
+    kept_encodings.use(DirShelf(folder, kept_encodings.PREFIX) if folder is not None else None)
 
 
 def main() -> None:
-    """``python -m proxy.lexicon_shelf``: compile the built-in lexicons into the cache folder now
-    (an image's build step), so that no start compiles them."""
+    """``python -m proxy.lexicon_shelf``: compile the built-in lexicons and the tokenizers'
+    tables into the cache folder now (an image's build step), so that no start builds them."""
+    from proxy.tokens import TokenCounters
     from rules.entities.ref_lexicon import load_lexicons
 
     install(os.environ)
     load_lexicons()
+    TokenCounters().preload()
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from proxy import lexicon_shelf
+from proxy import kept_encodings, lexicon_shelf
 from proxy.lexicon_shelf import PREFIX, DirShelf, default_dir
 from rules.entities import lexicon_cache, ref_lexicon
 from rules.regex_literals import compile_once
@@ -113,5 +113,32 @@ def test_an_image_build_compiles_them_into_the_cache_folder(
         lexicon_shelf.main()  # python -m proxy.lexicon_shelf
     finally:
         lexicon_cache.use(None)
+        kept_encodings.use(None)
         ref_lexicon.load_lexicons.cache_clear()
-    assert [p.name[: len(PREFIX)] for p in (tmp_path / "c").iterdir()] == [PREFIX]
+    kept = sorted(p.name.split("-")[0] for p in (tmp_path / "c").iterdir())
+    assert kept == ["encoding", "encoding", "lexicons"]
+
+
+def test_a_tokenizers_table_is_kept_and_counts_alike(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tiktoken
+    from tiktoken_ext import openai_public
+
+    own = tiktoken.get_encoding("cl100k_base")  # tiktoken's own, built from its base64
+    kept_encodings.use(DirShelf(tmp_path, kept_encodings.PREFIX))
+    try:
+        made = kept_encodings.encoding("cl100k_base")
+        (copy,) = tmp_path.iterdir()
+        assert copy.name.startswith(kept_encodings.PREFIX) and copy.stat().st_mode & 0o077 == 0
+        monkeypatch.setitem(openai_public.ENCODING_CONSTRUCTORS, "cl100k_base", _refused)
+        read = kept_encodings.encoding("cl100k_base")  # not built from its base64 again
+    finally:
+        kept_encodings.use(None)
+    text = "Löschen Sie den Ordner 'build/' — 删除刚创建的文件夹 <|endoftext|>"
+    assert read.encode_ordinary(text) == made.encode_ordinary(text) == own.encode_ordinary(text)
+    assert read.encode(text, allowed_special="all") == own.encode(text, allowed_special="all")
+    assert read.n_vocab == own.n_vocab
+    copy.write_bytes(kept_encodings.FORMAT + b"\x00" + zlib.compress(pickle.dumps(os.getcwd)))
+    with pytest.raises(pickle.UnpicklingError):
+        kept_encodings._load(copy.read_bytes())
