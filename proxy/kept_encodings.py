@@ -38,19 +38,33 @@ def encoding(name: str) -> Any:
     import tiktoken
 
     constructor = _constructor(name)
-    if not _SHELF or constructor is None:
+    if not _SHELF or constructor is None or name in _known():
         return tiktoken.get_encoding(name)
     shelf = _SHELF[0]
     key = hashlib.sha256(f"{tiktoken.__version__}\x00{name}\x00{sys.version}".encode()).hexdigest()
     data = shelf.read(key)
     if data is not None:
         with contextlib.suppress(Exception):  # corrupt, another format: built again
-            return tiktoken.Encoding(**_load(data))
+            return _registered(name, tiktoken.Encoding(**_load(data)))
     arguments = constructor()
     made = tiktoken.Encoding(**arguments)
     with contextlib.suppress(Exception):
         shelf.write(key, FORMAT + b"\x00" + zlib.compress(pickle.dumps(arguments, protocol=5), 1))
-    return made
+    return _registered(name, made)
+
+
+def _registered(name: str, made: Any) -> Any:
+    """The encoding tiktoken's ``get_encoding`` answers with from now on (litellm's, imported
+    later, too): the one built here, not a second copy of its table."""
+    return _known().setdefault(name, made)
+
+
+def _known() -> dict[str, Any]:
+    """tiktoken's encodings built so far (a dict of its own where it keeps none)."""
+    import tiktoken.registry
+
+    known = getattr(tiktoken.registry, "ENCODINGS", None)
+    return known if isinstance(known, dict) else {}
 
 
 def _constructor(name: str) -> Any:

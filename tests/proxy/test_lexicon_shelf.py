@@ -125,13 +125,15 @@ def test_a_tokenizers_table_is_kept_and_counts_alike(
     import tiktoken
     from tiktoken_ext import openai_public
 
-    own = tiktoken.get_encoding("cl100k_base")  # tiktoken's own, built from its base64
+    own = tiktoken.Encoding(**openai_public.cl100k_base())  # built from its base64
+    monkeypatch.delitem(tiktoken.registry.ENCODINGS, "cl100k_base", raising=False)
     kept_encodings.use(DirShelf(tmp_path, kept_encodings.PREFIX))
     try:
         made = kept_encodings.encoding("cl100k_base")
         (copy,) = tmp_path.iterdir()
         assert copy.name.startswith(kept_encodings.PREFIX) and copy.stat().st_mode & 0o077 == 0
         monkeypatch.setitem(openai_public.ENCODING_CONSTRUCTORS, "cl100k_base", _refused)
+        del tiktoken.registry.ENCODINGS["cl100k_base"]  # as in the next process
         read = kept_encodings.encoding("cl100k_base")  # not built from its base64 again
     finally:
         kept_encodings.use(None)
@@ -139,6 +141,7 @@ def test_a_tokenizers_table_is_kept_and_counts_alike(
     assert read.encode_ordinary(text) == made.encode_ordinary(text) == own.encode_ordinary(text)
     assert read.encode(text, allowed_special="all") == own.encode(text, allowed_special="all")
     assert read.n_vocab == own.n_vocab
+    assert tiktoken.get_encoding("cl100k_base") is read  # one table in the process
     copy.write_bytes(kept_encodings.FORMAT + b"\x00" + zlib.compress(pickle.dumps(os.getcwd)))
     with pytest.raises(pickle.UnpicklingError):
         kept_encodings._load(copy.read_bytes())
