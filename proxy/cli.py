@@ -78,7 +78,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         raise CliError(f"--budget {budget}: at least {MIN_BUDGET} tokens")
     from proxy.lexicon_shelf import install
 
-    install(os.environ)  # the rules' compiled lexicons kept between runs, in the user's cache
+    install(os.environ)  # compiled lexicons, tokenizer tables: kept between runs (user's cache)
     settings = load_settings(args.config)
     upstream = getattr(args, "upstream", None)
     if upstream:

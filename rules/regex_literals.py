@@ -33,8 +33,8 @@ def recording() -> Iterator[dict[tuple[str, int], Code]]:
     _RECORDS.append(codes)
     try:
         yield codes
-    finally:
-        _RECORDS.remove(codes)
+    finally:  # this very dict (``remove`` would take the first equal one: an outer recording)
+        _RECORDS[:] = [kept for kept in _RECORDS if kept is not codes]
 
 
 def parse_tree(pattern: str, flags: int) -> Any:

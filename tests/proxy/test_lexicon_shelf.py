@@ -145,3 +145,14 @@ def test_a_tokenizers_table_is_kept_and_counts_alike(
     copy.write_bytes(kept_encodings.FORMAT + b"\x00" + zlib.compress(pickle.dumps(os.getcwd)))
     with pytest.raises(pickle.UnpicklingError):
         kept_encodings._load(copy.read_bytes())
+
+
+def test_a_recording_inside_another_ends_alone() -> None:
+    from rules import regex_literals
+
+    with regex_literals.recording() as outer:
+        with regex_literals.recording() as inner:
+            assert inner == outer == {}  # equal, not the same
+        compile_once("recorded")
+    assert list(outer) == [("recorded", re.UNICODE)] and not inner
+    assert regex_literals._RECORDS == []  # nothing records any more
