@@ -1,9 +1,7 @@
 """The values after secret names and auth schemes in a text (``PGPASSWORD=…``, ``Authorization:
 Bearer …``, ``"password": "1234"``, ``Cookie: …``, ``identified by '…'``, a netrc's password),
 passwords on command lines (``rules.redact_flags``), and hex runs near secret names: one pass over
-the trigger words' places (``redact_after_triggers``). Part of ``rules.redact``'s string net. An
-auth scheme's value is read by ``rules.redact_schemes``, whether a name's value is a secret judged
-by ``rules.redact_held``."""
+the trigger words' places (``redact_after_triggers``). Part of ``rules.redact``'s string net."""
 
 from __future__ import annotations
 
@@ -11,10 +9,10 @@ import re
 
 from rules.redact_cjk import CJK_NAMES, cjk_value
 from rules.redact_flags import flag_value, names_a_command, redact_flags
-from rules.redact_held import held_span
 from rules.redact_idents import (
     CJK_STOP,
     QUOTED_VALUE,
+    VALUE_GROUPS,
     judged_end,
     key_named_value,
     name_end,
@@ -28,10 +26,11 @@ from rules.redact_names import SHAPED_REACH, min_chars, name_words, shaped_name,
 from rules.redact_names import is_basic_credentials as is_basic_credentials
 from rules.redact_names import is_secret_name as is_secret_name
 from rules.redact_prose import LOOKS_SET, env_value, said_value, spaced_key
-from rules.redact_schemes import SCHEME_WORDS, scheme_value
+from rules.redact_references import declares, is_placeholder, names_a_source, names_where_kept
 from rules.redact_shapes import AWS_SECRET
 from rules.redact_shapes import REDACTED as REDACTED  # the marker, imported from here too
 from rules.redact_tables import table_row
+from rules.redact_yaml_blocks import block_span
 
 # Words after which a secret may follow, found with str.find on the lowercased text: ~20x faster
 # than a case-insensitive regex, which tries every position. (A text whose length changes when
@@ -93,9 +92,24 @@ _ANNOTATED = re.compile(
     r"""(?:[ \t]*+\|[ \t]*+[A-Za-z_][\w.]*+)*+[ \t]++=[ \t]++"""
     rf"""(?:{QUOTED_VALUE}|{BARE})"""
 )
+# ``Authorization: <scheme> <credentials>``: the credentials go, to the end of the line or quote.
+_AUTH_VALUE = re.compile(
+    r"""\\?["']?[ \t]*+[:=][ \t]*+\\?["']?[ \t]*+"""  # possessive: blanks are read once
+    r"""(?:(?P<scheme>(?i:basic|bearer|token|digest|negotiate|ntlm|aws4-hmac-sha256))[ \t]++)?"""
+    r"""(?P<cred>[^"'\\\r\n]+)"""
+)
 # ``<password>…</password>`` (also with attributes, ``<ns:password>`` or in any case): the element's
 # text. Bounded: at most 256 characters of attributes and 512 of text, with no tag inside.
 _XML_VALUE = re.compile(r"""(?:[ \t][^<>]{0,256})?>[ \t]*+(?P<xml>[^<\r\n]{1,512})</""")
+# After a name ending in cookie: ``name=value; …`` to the end of the line or quote (a
+# Set-Cookie's to its first ";"); ``raw_cookie = get_cookie(…)`` is code, not a cookie.
+_COOKIE = r"""\\?["']?[ \t]*+[:=][ \t]*+\\?["']?[ \t]*+(?P<cred>[^\s=;,"'\\]{1,256}+=[^"'\\\r\n"""
+_COOKIE_VALUE = (re.compile(_COOKIE + "]*)"), re.compile(_COOKIE + ";]*)"))  # Cookie, Set-Cookie
+_BEARER_VALUE = re.compile(r"[ \t]++(?P<cred>[A-Za-z0-9._~+/\-]{8,}=*)")
+# A token holds a digit, a capital past its first letter or a sign: "Bearer authentication" and
+# an OpenAPI scheme's ``scheme: bearer`` before its next line's ``bearerFormat`` hold words
+_TOKEN_LIKE = re.compile(r"[0-9A-Z._~+/=\-]")
+_BASIC_VALUE = re.compile(r"[ \t]+(?P<cred>[A-Za-z0-9+/]{4,}={0,2})(?![\w+/=])")
 # A 32+ hex run (or an AWS secret access key) up to 32 characters further on the line, whole.
 _NEAR_HEX = re.compile(
     rf"[^\n]{{0,32}}?(?P<cred>(?<![0-9A-Za-z])[0-9a-fA-F]{{32,}}(?![0-9A-Za-z])|{AWS_SECRET})"
@@ -111,6 +125,11 @@ _PASSWORD_CALLS = frozenset({"password", "old_password", "set_password", "check_
 _QUOTED_ARGUMENT = re.compile(
     r"""\([ \t]*+(?:'(?P<sq>[^'\\\r\n]{1,256})'|"(?P<dq>[^"\\\r\n]{1,256})")[ \t]*+\)"""
 )
+_IDENTIFIED_BY = re.compile(
+    r"""(?i:[ \t]++(?:with[ \t]++\w{1,64}[ \t]++)?by[ \t]++(?:password[ \t]++)?)"""
+    r"""'(?P<sq>[^'\\\r\n]{1,256})'"""
+)
+_AUTH_MEMBER = re.compile(r'[ \t]*+:[ \t]*+"(?P<cred>[A-Za-z0-9+/]{8,1024}={0,2})"')
 # A .netrc's ``machine HOST login USER password SECRET``: the password's word, after a login's
 _NETRC_LOGIN = re.compile(r"\blogin[ \t]++[^\s]{1,256}\s{1,16}\Z")
 _NETRC_VALUE = re.compile(r"[ \t]++(?P<bare>[^\s\"'\\]{1,256})")
@@ -121,9 +140,9 @@ _PAIR_SEPARATORS = (";", "&", "?")
 _QUOTED_NEXT = re.compile(
     r"""\\?["']?[ \t]*+[:=][ \t]*+\\{0,7}["'](?![/~.$\\"']|[A-Za-z]:[\\/])"""
 )
-# A parameter expansion's operator that prints or substitutes, not a default: ``${NAME:?msg}``
-_EXPANDED = re.compile(r":?[?+]")
-_KEY_NAMED = ("Name", "name", "_name", "_Name")  # ``keyName``, ``key_name``
+# The trigger words read as themselves (a header's or a scheme's name, a SQL keyword), not as
+# part of an identifier: the identifier's other words are still judged after them.
+_OWN_WORDS = frozenset({"authorization", "bearer", "basic", "cookie", '"auth"', "identified"})
 
 
 def _ends_name(text: str, start: int, end: int) -> bool:
@@ -141,8 +160,41 @@ def _value_span(text: str, start: int, end: int) -> tuple[int, int, int] | None:
     """After the trigger word ``text[start:end]``: (start, end) of the secret value that follows it
     and where the scan goes on, or None."""
     word = text[start:end].lower()
-    if word in SCHEME_WORDS:
-        return scheme_value(text, start, end, word)
+    if word == "authorization":
+        m = _AUTH_VALUE.match(text, end)
+        if m:
+            cred = m["cred"].rstrip()
+            if cred != REDACTED and len(cred) >= (1 if m["scheme"] else MIN_SECRET_CHARS):
+                if not (names_a_source(cred) or is_placeholder(cred, bare=False)):
+                    return m.start("cred"), m.start("cred") + len(cred), m.end()
+                return m.end(), m.end(), m.end()  # ``Bearer $TOKEN``: the whole value is kept
+        return None
+    if word in ("bearer", "basic"):
+        if start and (text[start - 1].isalnum() or text[start - 1] == "_"):
+            return None  # inside a word
+        m = (_BEARER_VALUE if word == "bearer" else _BASIC_VALUE).match(text, end)
+        if m and (
+            _TOKEN_LIKE.search(m["cred"], 1)
+            if word == "bearer"
+            else is_basic_credentials(m["cred"])
+        ):
+            return m.start("cred"), m.end("cred"), m.end()
+        return None
+    if word == "cookie":  # a header's value, or a name=value one (``raw_cookie = f(x)`` is code)
+        set_cookie = name_ending(text, start, end).lower().endswith("set-cookie")
+        m = _COOKIE_VALUE[set_cookie].match(text, end)
+        if m is None or m["cred"].startswith(REDACTED):
+            return None  # "the cookie: a small file", a value already redacted
+        cred = m["cred"].rstrip()
+        return m.start("cred"), m.start("cred") + len(cred), m.start("cred") + len(cred)
+    if word == '"auth"':
+        m = _AUTH_MEMBER.match(text, end)
+        if m is None or not is_basic_credentials(m["cred"]):
+            return None
+        return m.start("cred"), m.end("cred"), m.end()
+    if word == "identified":
+        m = _IDENTIFIED_BY.match(text, end)
+        return None if m is None else (m.start("sq"), m.end("sq"), m.end())
     if word in CJK_NAMES:
         return cjk_value(text, end, CJK_NAMES[word])
     end = judged_end(text, start, end)
@@ -158,7 +210,7 @@ def _value_span(text: str, start: int, end: int) -> tuple[int, int, int] | None:
         needed = 1  # MongoDB's ``createUser({user: "app", pwd: "…"})``: a quoted literal
     if needed is None:
         held = key_named_value(text, start) if text.startswith(_KEY_NAMED, end) else None
-        return None if held is None else held_span(text, held, name, MIN_SECRET_CHARS)
+        return None if held is None else _held_span(text, held, name, MIN_SECRET_CHARS)
     if opens_element(text, start, end):
         xml = _XML_VALUE.match(text, end)
         inner = xml["xml"].rstrip() if xml else ""
@@ -190,9 +242,77 @@ def _value_span(text: str, start: int, end: int) -> tuple[int, int, int] | None:
     if m is None:
         said = said_value(text, end, needed)
         return said if said is None or value_fits(name, text[said[0] : said[1]]) else None
-    return held_span(text, m, name, needed) if m else None
+    return _held_span(text, m, name, needed) if m else None
 
 
+def _held_span(text: str, m: re.Match[str], name: str, needed: int) -> tuple[int, int, int] | None:
+    """The span of the value ``m`` holds after the secret name ``name`` (``needed``: its shortest
+    value), and where the scan goes on; None when it is no secret."""
+    groups = m.groupdict()
+    group = next(g for g in VALUE_GROUPS if groups.get(g) is not None)
+    value: str = m[group]
+    if group == "bare" and value == "{":
+        # an object opens (``"db_password": {…}``, a schema's ``password: { type: String }``):
+        # no value of its own; its fields are judged in their turn (``redact_objects``)
+        return m.end(), m.end(), m.end()
+    if (
+        group == "bare"
+        and _BLOCK_SCALAR.fullmatch(value)
+        and ":" in text[m.start() : m.start(group)]
+        and _LINE_END.match(text, m.end())
+    ):
+        return block_span(text, m.start(), m.end())  # YAML's ``password: |`` and its lines
+    # a value that starts redacted was a key or a URL's password: ``token:[REDACTED]@host``
+    if value.startswith(REDACTED) or len(value) < needed or not value_fits(name, value):
+        return None
+    if group == "bare" and names_where_kept(text, m.start(group), m.end(group)):
+        return None  # ``token = os.environ['GITHUB_TOKEN']``: code, not the token
+    if _no_secret(text, m, group):
+        # ``password: str``, ``token: <sensitive>``, ``api_key: "{{ … }}"``: read past it, but
+        # for a command's output, whose words are read in their turn (``$(echo …)``)
+        at = m.end() if not value.startswith(_SUBSTITUTED) else m.start(group)
+        return at, at, at
+    return m.start(group), m.end(group), m.end()
+
+
+# YAML's block scalar indicator (``|``, ``>-``, ``|2+``): the value is on the lines below
+_BLOCK_SCALAR = re.compile(r"[|>](?:[+-]?[1-9]?|[1-9][+-])")
+_LINE_END = re.compile(r"[ \t]*+(?:#[^\r\n]*+)?(?:\r?\n|\Z)")
+_KEY_NAMED = ("Name", "name", "_name", "_Name")  # ``keyName``, ``key_name``
+_SUBSTITUTED = ("$(", "`")
+
+
+def _no_secret(text: str, m: re.Match[str], group: str) -> bool:
+    """Whether the value ``m[group]`` stands where a secret would without being one: a reference
+    to where it is kept, a placeholder, or (after a colon) a type annotation or a YAML tag."""
+    value, bare = m[group], group == "bare"
+    if names_a_source(value, bare) or is_placeholder(value, bare):
+        return True
+    if not bare and "{" in value and _interpolating(text, m.start(group)):
+        return True  # ``f"{settings.DB_PASSWORD}"``, C#'s ``$"Bearer {token}"``: names it
+    if bare and _PLAN_PLACEHOLDER.match(text, m.start(group)) is not None:
+        return True  # ``password = (sensitive value)``: the bare value is cut at its blank
+    if not bare or "=" in text[m.start() : m.start(group)]:
+        return False
+    return declares(value, text[m.end(group) : m.end(group) + 1])
+
+
+def _interpolating(text: str, start: int) -> bool:
+    """Whether the quoted value at ``start`` is an f-string's or C#'s ``$"…"`` (its quote maybe
+    escaped, inside JSON)."""
+    at = start - 1  # the quote
+    while at > 0 and text[at - 1] == "\\":
+        at -= 1
+    prefix = text[max(0, at - 2) : at]
+    return prefix[-1:] in ("f", "F", "$") or (
+        prefix[-1:] in ("r", "R", "@") and prefix[-2:-1] in ("f", "F", "$")
+    )
+
+
+# What Terraform's plan shows for a value it hides or does not know yet
+_PLAN_PLACEHOLDER = re.compile(r"\((?:sensitive(?: value)?|known after apply)\)(?![^\s,;])")
+# A parameter expansion's operator that prints or substitutes, not a default: ``${NAME:?msg}``
+_EXPANDED = re.compile(r":?[?+]")
 def _hex_spans(text: str, begin: int, end: int, seen: set[int]) -> list[tuple[int, int]]:
     """32+ hex runs after the secret name ``text[begin:end]``: the first within 32 characters
     on its line, then each within 32 of the one before (so that redacting one never brings the
@@ -265,7 +385,7 @@ def redact_after_triggers(text: str) -> str:
             if found[0] < found[1]:  # else no secret, and the scan goes on past a value
                 spans.append(found[:2])
             pos = found[2]
-        elif text[start:end].lower() not in SCHEME_WORDS:
+        elif text[start:end].lower() not in _OWN_WORDS:
             pos = name_end(text, end)  # the identifier's other trigger words: judged with it
     if spans:
         text = _replace(text, spans)
