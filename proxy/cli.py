@@ -76,6 +76,9 @@ def _settings(args: argparse.Namespace) -> Settings:
     budget = getattr(args, "budget", None)
     if budget is not None and budget < MIN_BUDGET:  # as pipeline.budget_tokens is held to it
         raise CliError(f"--budget {budget}: at least {MIN_BUDGET} tokens")
+    from proxy.lexicon_shelf import install
+
+    install(os.environ)  # compiled lexicons, tokenizer tables: kept between runs (user's cache)
     settings = load_settings(args.config)
     upstream = getattr(args, "upstream", None)
     if upstream:

@@ -79,9 +79,9 @@ def encoding_name_for(model: str) -> str:
 @lru_cache(maxsize=4)
 def _encoding(name: str) -> Any:
     ensure_offline_tiktoken()
-    import tiktoken
+    from proxy.kept_encodings import encoding
 
-    return tiktoken.get_encoding(name)
+    return encoding(name)  # its table kept between runs, once a command keeps them
 
 
 def _loaded(name: str) -> Callable[[str], Any]:

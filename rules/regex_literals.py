@@ -7,10 +7,11 @@ The literals are as written: a case-blind pattern's caller folds or skips them."
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 # re's own parser and compiler (no public API; sre_parse warns as deprecated): templates read as
@@ -19,6 +20,21 @@ _parser: Any = importlib.import_module("re._parser")
 _compiler: Any = importlib.import_module("re._compiler")
 _sre: Any = importlib.import_module("_sre")
 _REPEATS = ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT")
+# re's compiled code of a pattern: (its code words, groups, group index, group names)
+Code = tuple[list[int], int, dict[str, int], tuple[str | None, ...]]
+_RECORDS: list[dict[tuple[str, int], Code]] = []  # where ``compile_once`` keeps what it makes
+
+
+@contextlib.contextmanager
+def recording() -> Iterator[dict[tuple[str, int], Code]]:
+    """Inside, each pattern ``compile_once`` makes is kept with its code, by (source, flags as
+    the pattern holds them): so a compiled lexicon can be kept whole (``lexicon_cache``)."""
+    codes: dict[tuple[str, int], Code] = {}
+    _RECORDS.append(codes)
+    try:
+        yield codes
+    finally:  # this very dict (``remove`` would take the first equal one: an outer recording)
+        _RECORDS[:] = [kept for kept in _RECORDS if kept is not codes]
 
 
 def parse_tree(pattern: str, flags: int) -> Any:
@@ -56,6 +72,9 @@ def compile_once(source: str, flags: int = 0) -> re.Pattern[str]:
         )
     except (AttributeError, TypeError):  # another Python's internals
         return re.compile(source, flags)
+    for codes in _RECORDS:
+        made = (code, state.groups - 1, dict(state.groupdict), tuple(names))
+        codes[(source, compiled.flags)] = made
     return compiled  # type: ignore[no-any-return]
 
 

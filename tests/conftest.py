@@ -33,6 +33,8 @@ hypothesis.settings.register_profile("explore", derandomize=False)
 hypothesis.settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "fixed"))
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+# the commands run here keep nothing in the user's cache folder (proxy.lexicon_shelf)
+os.environ["CTXPROXY_CACHE_DIR"] = ""
 TRACES = CORPUS
 
 

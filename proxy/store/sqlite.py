@@ -1,7 +1,8 @@
 """SQLite store (aiosqlite): session state and the request log, for one process (a sidecar). One
-connection owns all writes (WAL, busy timeout); a second one serves reads. Session state is cached
-in memory (write-through), so a request in a known session costs no read; a session's requests
-take turns on an in-process lock (``session``). The interface: ``proxy.store.base.Store``."""
+connection owns all writes (WAL, busy timeout; the writer task and its queue: ``sqlite_writes``); a
+second one serves reads. Session state is cached in memory (write-through), so a request in a known
+session costs no read; a session's requests take turns on an in-process lock (``session``). The
+interface: ``proxy.store.base.Store``."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ import contextlib
 import logging
 import sqlite3
 import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,42 +19,32 @@ import orjson
 
 from proxy.store import retention
 from proxy.store.base import MAX_ANCESTOR_DEPTH, walk_ancestors
-from proxy.store.batch import BatchWindow, paced_statements
 from proxy.store.batch import Finish as _Finish
 from proxy.store.batch import Insert as _Insert
 from proxy.store.batch import SaveState as _SaveState
-from proxy.store.batch import Statement as _Statement
 from proxy.store.cache_feedback import FeedbackStore
 from proxy.store.dialect import SQLITE
-from proxy.store.kept_saves import KeptSaves
-from proxy.store.lull import Lull, defer_for
 from proxy.store.migrations import apply_migrations
 from proxy.store.private_file import private_database
 from proxy.store.session_locks import SessionLocks
-from proxy.store.sqlite_hold import Call as _Call
 from proxy.store.sqlite_hold import Hold as _Hold
 from proxy.store.sqlite_lock_retry import retry_locked as _retry_locked
-from proxy.store.sqlite_locked import tried_again
-from proxy.store.sqlite_reads import SqliteReads
 from proxy.store.sqlite_reads import reading as _reading
-from proxy.store.sqlite_rows import ROW_ERRORS, write_apart, write_rows
+from proxy.store.sqlite_writes import BATCH_WINDOW_S, MAX_BATCH, SqliteWrites
 from proxy.store.state_bytes import (
     DEFAULT_CACHE_BYTES,
     DEFAULT_CACHE_ENTRIES,
     DEFAULT_MAX_STATE_BYTES,
     StateCache,
 )
-from proxy.store.write_budget import BUFFER_BYTES, WriteBudget
+from proxy.store.write_budget import BUFFER_BYTES
 from rules.base import Ancestor, SessionState
 
-# Rows reach the database at most this long after they were queued (a crash loses at most that);
-# batching them saves a commit and two thread hops per request.
-BATCH_WINDOW_S = 0.02
-MAX_BATCH = 500
+__all__ = ["BATCH_WINDOW_S", "MAX_BATCH", "SQLiteStore", "Store"]
 log = logging.getLogger("ctxproxy.store")
 
 
-class SQLiteStore(SqliteReads):
+class SQLiteStore(SqliteWrites):
     kind = "sqlite"
     dialect = SQLITE
     rows_dropped = 0  # never: the queue is in memory and the file is local
@@ -69,39 +59,19 @@ class SQLiteStore(SqliteReads):
         buffer_rows: int = 100_000,
         buffer_bytes: int = BUFFER_BYTES,
     ) -> None:
+        super().__init__(state_cache_size, batch_window_s, max_state_bytes, buffer_rows,
+                         buffer_bytes)  # fmt: skip
         self.path = path
-        # writes queued while the database is slow or locked; beyond, new ones are dropped
-        self.buffer_rows, self._last_drop_log = buffer_rows, -1e9
-        self._bytes = WriteBudget(buffer_bytes)  # and by their bytes, a principal half at most
-        self._writer: aiosqlite.Connection | None = None
         self._reader: aiosqlite.Connection | None = None  # a request's own reads
         self._views: aiosqlite.Connection | None = None  # the views' (``sqlite_reads``)
         # (state, parent id) by session; bounded by entries and bytes (``state_bytes``)
         self._states: StateCache[_Known] = StateCache(
             _state_of, state_cache_size, state_cache_bytes
         )
-        self.max_state_bytes = max_state_bytes
-        self.write_errors = 0
-        # Writes as data: JSON encoding happens in the writer task, after the request that
-        # queued them has been answered.
-        self._queue: asyncio.Queue[_Op | _Call | None] = asyncio.Queue()
-        self.batch_window_s = batch_window_s
-        # The latest queued save per session, until written: the cache may evict it first.
-        self._unwritten: dict[str, _SaveState] = {}
-        # Saves that found the queue full (``_enqueue``): queued again by the writer once its
-        # queue is at most half full. At most as many sessions as the state cache holds; past
-        # that the principal holding most loses its oldest (counted: ``kept_saves``).
-        self._held_saves = KeptSaves(state_cache_size, self._unwritten, self._lost_one)
-        # Saves of a batch the database did not take (a row refused, the file full or damaged):
-        # kept until a later save of the session is written, as many at most (counted once).
-        self._failed_saves = KeptSaves(state_cache_size, self._unwritten)
-        self._writer_task: asyncio.Task[None] | None = None
-        self._window = BatchWindow()  # closed by ``close``: what is queued is written at once
         # the upstream's cache report per session (proxy.store.cache_feedback)
         self.cache_feedback = FeedbackStore(self)
         self.locks = SessionLocks()
         self.applied: list[str] = []
-        self.lull = Lull()  # the requests in flight (subscribed by the app): the writer waits
 
     async def open(self) -> None:
         if self.path != ":memory:":
@@ -119,8 +89,7 @@ class SQLiteStore(SqliteReads):
             await self._stop_connections()
             raise
         self._reader.row_factory = self._views.row_factory = aiosqlite.Row
-        self._window = BatchWindow()  # a store opened again batches again
-        self._writer_task = asyncio.create_task(self._write_loop())
+        self._start_writing()
 
     async def _prepare_writer(self) -> list[str]:
         assert self._writer is not None, "opened first"
@@ -148,70 +117,6 @@ class SQLiteStore(SqliteReads):
         self._writer = self._reader = self._views = None
         await asyncio.gather(*[f for f in (c.stop() for c in conns) if f], return_exceptions=True)
 
-    @property
-    def writer(self) -> aiosqlite.Connection:
-        assert self._writer is not None, "store is not open"
-        return self._writer
-
-    def _enqueue(self, op: _Op | _Call) -> None:
-        """Queue a write for the single writer task: off the request's critical path, ordered,
-        coalesced and committed in batches. ``flush`` waits until everything queued is written.
-        Past ``buffer_rows`` queued (the database locked for long), or their bytes past
-        ``buffer_bytes`` (``write_budget``), a write is dropped and counted; a call run in the
-        writer never is (it is awaited), and a session's save is held and queued again once
-        there is room (``_held_saves``)."""
-        full = self._queue.qsize() >= self.buffer_rows
-        if not isinstance(op, _Call) and (full or not self._bytes.take(op)):
-            if isinstance(op, _SaveState):
-                self._hold(op)  # a session's latest state: queued again once there is room
-            else:
-                self.write_errors += 1
-            if (now := time.monotonic()) - self._last_drop_log >= 10.0:
-                self._last_drop_log = now
-                said = "store: %d writes queued (%d bytes), the most store.buffer_rows and "
-                said += "buffer_bytes allow (a principal: half the bytes); dropping new ones"
-                log.error(said + " (%d lost so far)", self._queue.qsize(), self._bytes.held,
-                          self.write_errors)  # fmt: skip
-            return
-        if isinstance(op, _SaveState) and len(self._held_saves):
-            self._held_saves.drop(op.session_id)  # this later save is queued instead
-        self._queue.put_nowait(op)
-
-    def _hold(self, save: _SaveState) -> None:
-        """Hold a save the full queue did not take (``_held_saves``)."""
-        self._held_saves.keep(save)
-
-    def _lost_one(self) -> None:
-        self.write_errors += 1
-
-    def _queue_held(self, all_of_them: bool = False) -> None:
-        """Queue the held saves again, oldest first, while the queue is at most half full (or
-        all of them): each one unless a later save of its session was queued since."""
-        held = self._held_saves
-        while len(held) and (all_of_them or self._queue.qsize() <= self.buffer_rows // 2):
-            save = held.oldest()
-            if save is not None and self._unwritten.get(save.session_id) is save:
-                self._queue.put_nowait(save)
-
-    def write_later(
-        self, sql: str, params: tuple[Any, ...], key: str | None = None, order: float = 0.0
-    ) -> None:
-        """Queue one statement of ours (fixed SQL, bound values) for the writer task, written in
-        the next batch after the request log and session rows (with a ``key``: only the one of
-        greatest ``order`` among the batch's with that SQL and key, an upsert of one row)."""
-        self._enqueue(_Statement(sql, params, key, order))
-
-    async def flush(self) -> None:
-        await self._queue.join()
-
-    async def in_writer(self, fn: Callable[[aiosqlite.Connection], Awaitable[Any]]) -> Any:
-        """``fn(connection)`` run by the writer task between two batches; its result."""
-        if self._writer_task is None or self._writer_task.done():
-            raise RuntimeError("store is not open")
-        call = _Call(fn, asyncio.get_running_loop().create_future())
-        self._enqueue(call)
-        return await call.done
-
     async def prune(self, older_than: float, idle_before: float) -> dict[str, int]:
         """Delete request rows created before ``older_than`` and sessions (their cache report
         too) not updated since ``idle_before``: bounded steps in the writer task."""
@@ -222,103 +127,8 @@ class SQLiteStore(SqliteReads):
         task = self._writer_task
         return task is not None and not task.done() and await retention.ping_sqlite(self)
 
-    async def _write_loop(self) -> None:
-        closing = False
-        while True:
-            batch: list[_Op | _Call | None] = [await self._queue.get()]
-            if self.batch_window_s and batch[0] is not None:
-                # gather what the next few ms bring: a request's insert, its finish and its
-                # session's state then land in one statement each, and one commit serves all
-                await self._window.wait(self.batch_window_s)
-            while not self._queue.empty() and len(batch) < MAX_BATCH:
-                batch.append(self._queue.get_nowait())
-            closing = closing or None in batch
-            ops = [op for op in batch if op is not None and not isinstance(op, _Call)]
-            written = False
-            try:
-                written = await self._write_batch(ops)
-            except Exception:  # never let one batch stop the writer: later rows still land
-                log.exception("store: a batch of %d writes failed", len(ops))
-                self.write_errors += len(ops)
-            finally:
-                for op in ops:
-                    if isinstance(op, _SaveState) and self._unwritten.get(op.session_id) is op:
-                        self._saved(op, written)
-                for call in batch:  # after the batch, on the writer's connection (retention)
-                    if isinstance(call, _Call):
-                        await call.run(self.writer)
-                # before the batch is done: ``flush`` waits for the saves queued again too
-                self._queue_held(all_of_them=closing)
-                for op in ops:
-                    self._bytes.give_back(op)
-                for _ in batch:
-                    self._queue.task_done()
-            if closing and self._queue.empty():
-                return
-
-    def _saved(self, save: _SaveState, written: bool) -> None:
-        """``save``, its session's latest, was ``written`` by its batch (or not: kept readable,
-        ``_failed_saves``, however many sessions the state cache takes in meanwhile)."""
-        if written:
-            self._failed_saves.drop(save.session_id)
-            del self._unwritten[save.session_id]
-        else:
-            self._failed_saves.keep(save)
-
-    async def _write_batch(self, ops: list[_Op]) -> bool:
-        """Write a batch in one transaction, one statement per shape; if a row breaks (a
-        constraint, a value SQLite refuses), the batch is redone row by row so only that row is
-        lost. A lock held by another process is waited for (``sqlite_locked``). Whether every
-        write was written (else which were is not told)."""
-        # each step in a lull between requests, if one comes soon; none waited for when more
-        # writes are queued behind this batch (the writer is behind: the queue stays bounded)
-        pause = self.lull.pause(defer_for(ops, behind=not self._queue.empty()))
-        groups, lost = await paced_statements(
-            ops, SQLITE, self.max_state_bytes, self._written, pause=pause
-        )
-        self.write_errors += lost
-        if not groups:
-            return not lost
-        attempt = 0
-        while True:
-            try:
-                try:
-                    # each statement, and the commit, begun in a lull: the connection's thread
-                    # takes a core and the interpreter's lock (to bind each row, and after each
-                    # row's step), so what overlaps a request slows it; one transaction still
-                    for sql, rows in groups:
-                        await pause()
-                        await self.writer.executemany(sql, rows)
-                    failed = 0
-                except ROW_ERRORS:
-                    await self.writer.rollback()
-                    failed = await write_rows(self.writer, groups)
-                await pause()
-                await self.writer.commit()
-                self.write_errors += failed
-                return not (failed or lost)
-            except aiosqlite.OperationalError as exc:  # "database is locked" past busy_timeout
-                with contextlib.suppress(aiosqlite.Error):
-                    await self.writer.rollback()
-                if SQLITE.unreadable(exc):  # a table gone, a damaged file: waiting mends nothing
-                    apart = await write_apart(self.writer, groups)
-                    self.write_errors += apart
-                    return not (apart or lost)
-                attempt += 1
-                count, closing = sum(len(rows) for _, rows in groups), self._writer_task is None
-                if not await tried_again(attempt, exc, closing, count, self._queue.qsize()):
-                    break
-        log.error("store: %d writes lost, the database could not be written", count)
-        self.write_errors += count
-        return False
-
     def describe(self) -> str:
         return self.path if self.path == ":memory:" else str(Path(self.path).resolve())
-
-    @property
-    def backlog(self) -> int:
-        """Writes queued, not in the database yet."""
-        return self._queue.qsize()
 
     # ----- sessions -----
 
@@ -393,7 +203,7 @@ class SQLiteStore(SqliteReads):
         self._enqueue(_Finish(request_id, dict(fields)))
 
 
-_Op = _Insert | _Finish | _SaveState | _Statement
+
 _Known = tuple[SessionState, str | None]  # a session's state and parent id, as cached
 
 

@@ -16,11 +16,14 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from rules.entities import ref_gate, ref_grammar
+from rules import packs, regex_literals
+from rules.entities import lexicon_cache, ref_gate, ref_grammar
 from rules.entities.ref_prefilter import required_literals, tail_words
-from rules.packs import builtin_strings, compile_regex, load_pack
+from rules.packs import BUILTIN_DIR, builtin_strings, compile_regex, load_pack
+from rules.regex_literals import compile_once
 
 _SLOT = re.compile(r"\{([a-z_]+)\}")
 _FRAGMENT = re.compile(r"(?<!\?P)<([a-z_]+)>")  # not a named group's (?P<name>
@@ -244,8 +247,9 @@ def _compile_language(
     gate = compile_regex(str(script), 0, f"references pack, {lang}: script") if script else None
     kop = ref_grammar.alternation([*words["kop"], *words["fop"]], space)
     # bounded windows around a mention (see ref_detect): its verb before it, or after it (CJK)
-    before = re.compile(r"(?:^|\W)(?P<kop>" + kop + r")\s*+(?:to\s++)?$")
-    after = re.compile(r"^\s*+(?:을|를|은|는|を|は|も|给|給)?\s*+(?P<kop>" + kop + ")")
+    # compiled as the templates are: a kept copy holds their code (``lexicon_cache``)
+    before = compile_once(r"(?:^|\W)(?P<kop>" + kop + r")\s*+(?:to\s++)?$")
+    after = compile_once(r"^\s*+(?:을|를|은|는|を|は|も|给|給)?\s*+(?P<kop>" + kop + ")")
     prefix = spec.get("relation_prefix")
     relation = compile_template(str(prefix), "relation", 1) if prefix else None
     prefixes = tuple(
@@ -263,7 +267,7 @@ def _compile_language(
     quantities = ref_grammar.expand_all(spec.get("placement_quantifiers") or ())
     quantity = r"(?:(?:" + ref_grammar.alternation(quantities, space) + r")\s++)?"
     placement = (
-        re.compile(r"(?:^|\W)(?:" + placing + r")\s++" + (quantity if quantities else "") + "$")
+        compile_once(r"(?:^|\W)(?:" + placing + r")\s++" + (quantity if quantities else "") + "$")
         if relation
         else None
     )
@@ -314,11 +318,28 @@ def _groups(data: Any) -> dict[str, tuple[str, ...]]:
     return {str(g): tuple(map(str, a or ())) for g, a in (data or {}).items()}
 
 
+# what a kept copy of the lexicons is compiled by (``lexicon_cache``): these modules' sources
+_COMPILERS = (Path(__file__).parent, Path(packs.__file__), Path(regex_literals.__file__))
+
+
+def _compiler_sources() -> list[Path]:
+    folder, *files = _COMPILERS
+    return sorted(folder.glob("*.py")) + files
+
+
 @functools.lru_cache(maxsize=16)
 def load_lexicons(
     extra_packs: tuple[str, ...] = (),
 ) -> tuple[Mapping[str, Kind], tuple[Lexicon, ...]]:
-    """(kinds, one lexicon per language)."""
+    """(kinds, one lexicon per language); a copy kept from an earlier run when the packs and
+    this code are the same (``lexicon_cache``)."""
+    files = [BUILTIN_DIR / "references.yaml", *map(Path, extra_packs)]
+    key = lexicon_cache.key_of(_compiler_sources(), files) if lexicon_cache.in_use() else None
+    classes = {c.__name__: c for c in (Kind, Pattern, FileKind, Lexicon)}
+    return lexicon_cache.cached(key, lambda: _compile(extra_packs), classes)
+
+
+def _compile(extra_packs: tuple[str, ...]) -> tuple[Mapping[str, Kind], tuple[Lexicon, ...]]:
     data = load_pack("references", extra_packs)
     kinds = _kinds(data)
     for name, kind in kinds.items():
