@@ -99,10 +99,12 @@ def test_a_test_run_that_could_not_start_closes_when_later_code_passes(
 
 @pytest.mark.parametrize(
     "later",
-    [("git diff", PASSED), (VERIFY, FAILED), ("pip install asgiref", PASSED)],
-)
+    [("git diff", PASSED), (VERIFY, FAILED), ("pip install asgiref", PASSED),
+     ("python3 --version", PASSED)],
+)  # fmt: skip
 def test_a_run_that_could_not_start_stays_open_until_code_passes(later: tuple[str, str]) -> None:
-    """Nothing that ran code passed since (a look, a failing script, an install): it stands."""
+    """Nothing that ran code passed since (a look, a failing script, an install, a version
+    asked): it stands."""
     test_run = "cd /testbed && python -m django test responses --settings=test_sqlite"
     ledger = ledger_of(TASK, *_commands((test_run, NO_SETTINGS_MODULE), later))
     assert "/testbed/django/conf/__init__.py:142" in {
