@@ -24,7 +24,7 @@ from rules.activity.run_key import (
 from rules.activity.storable import stored_id
 from rules.context.installs import installed, without_installed
 from rules.context.one_off_runs import one_off, runs_code, runs_own_code
-from rules.context.settled_runs import could_not_start, settle
+from rules.context.settled_runs import could_not_start, ran_again, settle
 from rules.redact import redact_text
 
 
@@ -56,7 +56,7 @@ def record_run(
     if runs_code(words):  # code ran again: the one-offs before it are behind it
         runs = {k: v for k, v in runs.items() if not v.get("once")}
     if passed and runs_own_code(words):  # what could not start, or was edited since, is behind
-        runs = settle(runs, ledger.get("changed") or [])
+        runs = ran_again(settle(runs, ledger.get("changed") or []), command)
     if outcome.verdict == "fail" and outcome.diagnostics:
         runs[command] = {
             "seq": ledger["seq"],

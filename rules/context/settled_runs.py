@@ -6,13 +6,15 @@ unittest's ``_FailedTest``) ran none of the code it was asked to: its place
 (``django/conf/__init__.py``) is no repair target. The agent then works around it (another
 runner, its own script); a later run of code that passes closes it, unless its place is a file
 the agent changed (then its edit is the suspect). A failure whose place the agent edited after it
-shows what the old code did: a later run of code that passes closes it."""
+shows what the old code did: a later run of code that passes closes it. A narrower run of the
+same tests that passes closes, in a wider run, the failures of what it ran (``ran_again``)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from rules.activity.run_key import scope
 from rules.context.file_names import same_file
 
 # exceptions raised before the code asked for runs: an import or a configuration refused
@@ -70,3 +72,39 @@ def settle(runs: Mapping[str, Any], changed: Sequence[str]) -> dict[str, Any]:
         if kept:
             out[key] = run if len(kept) == len(diags) else {**run, "diagnostics": kept}
     return out
+
+
+def ran_again(runs: Mapping[str, Any], passed: str) -> dict[str, Any]:
+    """``runs`` without the failures a passing run ``passed`` (a key) ran again: of a run of the
+    same program in the same place, those placed in a file or folder it ran whole (``pytest
+    tests/test_a.py``), or the tests it named (``pytest tests/test_a.py::test_x``: its FAILED
+    line; a line in the file may be another test's). A selection (``-k``) says too little."""
+    where, program, paths, chose = scope(passed)
+    if not paths or chose:
+        return dict(runs)
+    out: dict[str, Any] = {}
+    for key, run in runs.items():
+        there, other, _, _ = scope(key)
+        if other != program or (where and there != where):
+            out[key] = run
+            continue
+        diags = run.get("diagnostics") or []
+        kept = [d for d in diags if not any(_ran(d, p) for p in paths)]
+        if kept:
+            out[key] = run if len(kept) == len(diags) else {**run, "diagnostics": kept}
+    return out
+
+
+def _ran(diagnostic: Mapping[str, Any], path: str) -> bool:
+    """Whether a run of ``path`` ran what the diagnostic is about."""
+    file = diagnostic.get("file")
+    if not isinstance(file, str) or not file:
+        return False
+    file, path = file.removeprefix("./"), path.removeprefix("./").rstrip("/")
+    if "::" not in path:
+        return file == path or file.startswith(path + "/")
+    if diagnostic.get("line"):
+        return False  # a place in the file: which test's, the run does not say
+    test = str(diagnostic.get("message") or "").split(" ", 1)[0]
+    named = f"{file}::{test}"
+    return named == path or named.startswith(path + "::")

@@ -167,3 +167,37 @@ def test_an_edit_before_the_failure_does_not_close_it() -> None:
         result("p", PASSED),
     )
     assert working_set.next_target(ledger) == "/repo/pkg/core.py:41"
+
+
+WIDE_FAILED = """FAILED tests/test_a.py::test_x - AssertionError: boom
+FAILED tests/test_b.py::TestC::test_y - ValueError: bad
+tests/test_a.py:10: AssertionError
+2 failed, 3 passed in 0.2s
+Exit code: 1"""
+NARROW_PASSED = "1 passed in 0.05s\nExit code: 0"
+
+
+@pytest.mark.parametrize(
+    ("narrower", "still_open"),
+    [
+        ("cd /repo && pytest tests/test_a.py -q", ["tests/test_b.py"]),  # its file, whole
+        ("cd /repo && python -m pytest tests/test_a.py::test_x",
+         ["tests/test_a.py:10", "tests/test_b.py"]),
+        ("cd /repo && pytest tests/test_b.py::TestC", ["tests/test_a.py", "tests/test_a.py:10"]),
+        ("cd /repo && pytest tests/test_a.py -k test_x", None),  # a selection: says nothing
+        ("cd /other && pytest tests/test_a.py", None),  # another checkout's tests
+    ],
+)  # fmt: skip
+def test_a_narrower_passing_run_closes_the_failures_it_ran(
+    narrower: str, still_open: list[str] | None
+) -> None:
+    """The whole suite failed two tests; the agent fixed one and ran it alone: that one's
+    failure is closed in the wider run, the other's stays."""
+    ledger = ledger_of(
+        TASK, *_commands(("cd /repo && pytest tests", WIDE_FAILED), (narrower, NARROW_PASSED))
+    )
+    got = sorted(
+        f"{d['file']}:{d['line']}" if d["line"] else d["file"]
+        for d in working_set.open_diagnostics(ledger)
+    )
+    assert got == (still_open or ["tests/test_a.py", "tests/test_a.py:10", "tests/test_b.py"])
