@@ -89,10 +89,18 @@ def ran_again(runs: Mapping[str, Any], passed: str) -> dict[str, Any]:
             out[key] = run
             continue
         diags = run.get("diagnostics") or []
-        kept = [d for d in diags if not any(_ran(d, p) for p in paths)]
+        ran = [_relative(p, where[3:] or there[3:]) for p in paths]
+        kept = [d for d in diags if not any(_ran(d, p) for p in ran)]
         if kept:
             out[key] = run if len(kept) == len(diags) else {**run, "diagnostics": kept}
     return out
+
+
+def _relative(path: str, where: str) -> str:
+    """``path`` as the tests' own output names it: relative to the folder the run was in
+    (``pytest /testbed/tests/a.py`` after ``cd /testbed``: ``tests/a.py``)."""
+    root = where.rstrip("/") + "/"
+    return path[len(root) :] if where.startswith("/") and path.startswith(root) else path
 
 
 def _ran(diagnostic: Mapping[str, Any], path: str) -> bool:

@@ -184,6 +184,7 @@ NARROW_PASSED = "1 passed in 0.05s\nExit code: 0"
         ("cd /repo && python -m pytest tests/test_a.py::test_x",
          ["tests/test_a.py:10", "tests/test_b.py"]),
         ("cd /repo && pytest tests/test_b.py::TestC", ["tests/test_a.py", "tests/test_a.py:10"]),
+        ("pytest /repo/tests/test_a.py", ["tests/test_b.py"]),  # the same file by its full path
         ("cd /repo && pytest tests/test_a.py -k test_x", None),  # a selection: says nothing
         ("cd /other && pytest tests/test_a.py", None),  # another checkout's tests
     ],
