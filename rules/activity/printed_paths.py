@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterator
 
 from rules.activity.command_words import flag_value
+from rules.activity.run_class import program as program_words
 from rules.activity.script_writes import PYTHON
 from rules.activity.shell_lex import split_commands
 from rules.activity.shell_parse import Effect, guess_type, resolve_path
@@ -149,7 +150,7 @@ def _effects(
     command: str, output: str, cwd: str | None, printed: list[PrintedFiles]
 ) -> Iterator[Effect]:
     for cmd in split_commands(command):
-        argv = list(cmd.argv)
+        argv = list(program_words(cmd.argv))  # `sudo certbot …`: certbot's words
         if not argv or cmd.connector == "||":
             continue
         if printed:

@@ -255,6 +255,14 @@ def same_run(earlier: str, later: str) -> bool:
     return earlier == later or (not _where(later)[0] and _where(earlier)[1] == later)
 
 
+def scope(key: str) -> tuple[str, str, list[str], set[str]]:
+    """(the ``cd`` a key starts with, its program, the paths it ran, its selectors ``-k=…``)."""
+    where, rest = _where(key)
+    program, _, operands = rest.partition(" ")
+    paths, chose = _split(operands)
+    return where, program, paths, chose
+
+
 def where_of(key: str) -> str:
     """The folder a key's ``cd`` chose, or ""."""
     return _where(key)[0][3:]

@@ -19,16 +19,25 @@ MAX_TRIES = 4  # closing brackets tried from the end of a command's output
 
 def _collection(path: str) -> str | None:
     """The last path segment that names a collection: not a version, not an identifier."""
+    found = _record(path)
+    return found[0] if found is not None else None
+
+
+def _record(path: str) -> tuple[str, str | None] | None:
+    """(the collection, the record's identifier when the path ends in one after it:
+    ``/api/users/1842``) of a URL's path, or None."""
     path = path.split("?", 1)[0].split("#", 1)[0]
     if "://" in path:
         path = path.split("://", 1)[1].partition("/")[2]
-    for segment in reversed([s for s in path.split("/") if s]):
-        word = segment.lower()
+    segments = [s for s in path.split("/") if s]
+    for at in range(len(segments) - 1, -1, -1):
+        word = segments[at].lower()
         if word in ("api", "rest") or (word[:1] == "v" and word[1:].isdigit()):
             continue
         if any(c.isdigit() for c in word) or len(word) > MAX_SEGMENT or not word.isascii():
             continue  # cus_123, a SHA, a UUID: an identifier
-        return word.replace("-", "_")
+        ident = segments[at + 1] if at + 2 == len(segments) else None
+        return word.replace("-", "_"), ident
     return None
 
 
@@ -60,11 +69,33 @@ def api_request(spec: Mapping[str, Any], argv: Sequence[str]) -> tuple[str, dict
         i += 1
     if url is None:
         return None
-    noun = _collection(url)
+    found = _record(url)
     verb = _METHODS.get(method or ("POST" if data else "GET"))
-    if noun is None or verb is None:
+    if found is None or verb is None:
         return None
-    return f"{verb}_{noun}", {"url": url[:200]}
+    noun, ident = found
+    args = {"url": url[:200]}
+    if ident is not None and verb == "delete" and len(ident) <= MAX_SEGMENT:
+        args["id"] = ident  # DELETE …/users/1842: that record
+    return f"{verb}_{noun}", args
+
+
+# what an API answers a request it refused with (FastAPI's ``detail``, most APIs' ``error``)
+_REFUSED_KEYS = ("error", "errors", "detail", "fault")
+
+
+def refused(body: str | None, output: str) -> bool:
+    """Whether what a request printed says it was refused: a JSON object holding an error, or
+    "not found" (curl exits 0 on a 404 unless told ``--fail``)."""
+    if "not found" in output[:4096].lower():
+        return True
+    if body is None:
+        return False
+    try:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(data, dict) and any(k in data for k in _REFUSED_KEYS)
 
 
 def printed_json(output: str) -> str | None:

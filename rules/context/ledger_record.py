@@ -29,6 +29,7 @@ from rules.context.one_off_runs import note_made, whole_writes
 from rules.context.plan_ledger import update_plan
 from rules.context.run_ledger import record_run
 from rules.context.script_ledger import script_targets
+from rules.context.settled_runs import mark_edited
 from rules.context.undone_writes import Undone, copied_to, moved_to, undone_paths, without
 from rules.messages import (
     call_arguments_text,
@@ -49,6 +50,8 @@ def _record_writes(
         writes = [w for w in ledger.get("writes", []) if not same_file(w["path"], path)]
         entry = {"path": path, "tool": obs.action.tool, "call_id": stored_id(obs.call_id)}
         ledger["writes"] = [*writes, entry][-3:]
+        if ledger.get("runs"):  # a failure placed there shows what the old code did
+            ledger["runs"] = mark_edited(ledger["runs"], (path,))
 
 
 def written_paths(obs: Observation, result_text: str) -> tuple[str, ...]:

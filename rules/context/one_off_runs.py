@@ -100,6 +100,21 @@ def runs_code(argv: tuple[str, ...]) -> bool:
     return verb in NETWORK or class_of(verb, argv) == "build"
 
 
+_ASKS = frozenset({"-V", "--version", "-v", "-h", "--help", "-VV"})  # what a program is, no run
+
+
+def runs_own_code(argv: tuple[str, ...]) -> bool:
+    """Whether the program ``argv`` builds, tests or runs code: not an install nor a request
+    (they run none of the project's code), nor a program asked only its version or help
+    (``python3 --version``)."""
+    if not argv or not runs_code(argv):
+        return False
+    verb = name_of(argv[0])
+    if len(argv) > 1 and all(w in _ASKS for w in argv[1:]):
+        return False
+    return verb not in NETWORK and not _installs(verb, list(argv))
+
+
 def _made(script: str, where: str, ledger: Mapping[str, Any]) -> bool:
     """Whether the session made the script run as ``script`` in ``where`` whole: by that name,
     by its absolute path (``cd /testbed``), or as the end of an absolute name made."""

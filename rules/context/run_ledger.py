@@ -1,7 +1,9 @@
 """The working set's failing runs: each run's diagnostics kept under what it ran
 (``rules/activity/run_key.py``), so a rerun of the same tests or script replaces them, a passing
 wider run closes those it covers, and an install closes the "No module named" failures of what it
-installed (``installs``). The newest ``max_runs`` runs are kept."""
+installed (``installs``); a later passing run of code closes a run that could not start and
+the failures whose place was edited since (``settled_runs``). The newest ``max_runs`` runs are
+kept."""
 
 from __future__ import annotations
 
@@ -21,7 +23,8 @@ from rules.activity.run_key import (
 )
 from rules.activity.storable import stored_id
 from rules.context.installs import installed, without_installed
-from rules.context.one_off_runs import one_off, runs_code
+from rules.context.one_off_runs import one_off, runs_code, runs_own_code
+from rules.context.settled_runs import could_not_start, ran_again, settle
 from rules.redact import redact_text
 
 
@@ -52,6 +55,8 @@ def record_run(
     words = run_argv((raw_command(args) if args is not None else None) or action.command)
     if runs_code(words):  # code ran again: the one-offs before it are behind it
         runs = {k: v for k, v in runs.items() if not v.get("once")}
+    if passed and runs_own_code(words):  # what could not start, or was edited since, is behind
+        runs = ran_again(settle(runs, ledger.get("changed") or []), command)
     if outcome.verdict == "fail" and outcome.diagnostics:
         runs[command] = {
             "seq": ledger["seq"],
@@ -60,6 +65,8 @@ def record_run(
         }
         if one_off(words, where_of(command), ledger):
             runs[command]["once"] = True
+        elif could_not_start(outcome.diagnostics):
+            runs[command]["unstarted"] = True
     # Keep the newest commands only (insertion order is recency order).
     ledger["runs"] = dict(list(runs.items())[-max_runs:])
 

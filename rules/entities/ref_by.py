@@ -74,11 +74,25 @@ def by_command(lang: str, text: str, end: int) -> str | None:
     return command
 
 
+@functools.lru_cache(maxsize=1)
+def _file_programs() -> frozenset[str]:
+    """The programs the shell verbs read files and folders from (``mkdir``, ``openssl``, ``git
+    clone``, ``ssh-keygen``'s printed keys)."""
+    verbs = load_verbs()
+    return (
+        frozenset(verbs.verbs)
+        | frozenset(verbs.subcommands)
+        | frozenset(rule.argv[0] for rule in verbs.printed)
+    )
+
+
 def made_by(command: str, events: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """The candidates ``command`` may have made: an entity whose call holds it; a file or
     folder unless the command is one that makes entities only (a file's event does not keep
-    its command: ``python gen.py > out.csv`` made a file)."""
-    files = not _makes_entities(command.split())
+    its command: ``python gen.py > out.csv`` made a file), or a program alone ("the folder
+    terraform created") that the shell verbs know no file of."""
+    words = command.split()
+    files = not _makes_entities(words) and (len(words) > 1 or words[0] in _file_programs())
     out = []
     for e in events:
         if entity_cache.is_file_kind(e.get("type")):

@@ -313,5 +313,26 @@ def _mention(
         end=end,
         edge=p.edge,
         ident=ident.strip() if (ident := g.get("ident")) else None,
-        by=by_command(lex.lang, text, m.end()) if kind_name == "described" else None,
+        by=(by_command(lex.lang, text, m.end()) or _program_actor(lex, text, m, g))
+        if kind_name == "described"
+        else None,
     )
+
+
+def _program_actor(
+    lex: Lexicon, text: str, m: re.Match[str], g: Mapping[str, str | None]
+) -> str | None:
+    """The command a program named as the maker stands for ("the bucket terraform created":
+    terraform; "the folder created by npm install": npm install, as ``by_command`` reads it),
+    or None when the actor is no program."""
+    for name in ("actor", "actor__2", "actor__3"):
+        word = g.get(name)
+        if not word:
+            continue
+        if word not in lex.words.get("program_actor", {}):
+            return None
+        at = m.start(name)
+        if text.endswith(" by ", 0, at):
+            return by_command(lex.lang, text, at - 4) or word
+        return word
+    return None

@@ -142,10 +142,16 @@ def _compile_language(
     object_kinds: Mapping[str, tuple[str, ...]],
     needs_noun: tuple[str, ...] = (),
     op_kinds: tuple[str, ...] = (),
+    programs: tuple[str, ...] = (),
 ) -> Lexicon:
     """One language of the references pack: YAML data, shaped as ``references.yaml`` shows.
-    Format names ("csv", "yaml") are file nouns in every language."""
+    Format names ("csv", "yaml") are file nouns in every language; the programs of
+    ``actor_programs`` are actors in every language ("the bucket terraform created"), any one's."""
     words = ref_grammar.slots(spec, fold=True)
+    words["program_actor"] = {}
+    for name in programs:
+        if words["actor"].setdefault(name, "any") == "any":
+            words["program_actor"][name] = ""
     for name in format_nouns:
         words["type"].setdefault(name, "format")
         words["types"].setdefault(name, "format")
@@ -373,6 +379,7 @@ def _compile(extra_packs: tuple[str, ...]) -> tuple[Mapping[str, Kind], tuple[Le
             object_kinds,
             tuple(map(str, data.get("needs_noun") or ())),
             tuple(map(str, data.get("op_kinds") or ())),
+            tuple(str(p).lower() for p in data.get("actor_programs") or ()),
         )
         for lang, spec in (data.get("languages") or {}).items()
     )

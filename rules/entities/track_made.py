@@ -22,7 +22,7 @@ from rules.activity.file_tools import ToolPack, shell_command
 from rules.activity.git_head import Head, stored_head
 from rules.activity.observations import exit_code
 from rules.activity.rule_words import RESET_ID
-from rules.activity.shell_json import api_request, printed_json
+from rules.activity.shell_json import api_request, printed_json, refused
 from rules.activity.shell_lex import split_commands
 from rules.activity.shell_parse import Effect, Verbs
 from rules.activity.sql_statements import Statement, script_statements
@@ -228,6 +228,9 @@ class MadeTracker:
             spec = clients.get(argv[0].rsplit("/", 1)[-1]) if argv else None
             found = api_request(spec, argv) if isinstance(spec, Mapping) else None
             body = printed_json(result) if found else None
+            if found and "id" in found[1] and not refused(body, result):
+                # a record deleted by its URL: ended, whatever (if anything) was answered
+                return result_entities(self.pack, found[0], found[1], body or "", call)
             if found and body:
                 return result_entities(self.pack, found[0], found[1], body, call)
         return []

@@ -38,7 +38,10 @@ holds, which stays); probes_ab.yaml: held-out things no plain file the earlier s
 (message topics and queues, tunnels, a database's schemas, sequences, functions and triggers,
 migrations, cloud, cluster and docker resources, detached processes, sessions, git worktrees,
 tags, stashes and remotes, environments, users, services, symlinks, archives) in nine languages,
-through OpenHands', Codex's, Claude Code's and Gemini CLI's tools and from a sub-agent) over
+through OpenHands', Codex's, Claude Code's and Gemini CLI's tools and from a sub-agent);
+probes_ac.yaml: held-out cloud resources, Kubernetes objects, systemd units, cron entries, tunnels,
+users, keys, certificates, git refs, feature flags and API records in eleven languages, a program
+named as their maker ("the bucket terraform created"), and a record a DELETE ended) over
 branches, commits, tags, stashes, containers, images, servers, tables, rows, virtualenvs, packages,
 cluster and cloud resources, API-created objects, relations, sub-agents and must-abstain cases, run
 as a live proxy would see them (tests/support/scenarios.py). The bar: every scenario passes (but
@@ -91,6 +94,7 @@ SCENARIOS = [
         "probes_z.yaml",
         "probes_aa.yaml",
         "probes_ab.yaml",
+        "probes_ac.yaml",
     )
     for sc in load(HERE / name)
 ]
