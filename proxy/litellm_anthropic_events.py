@@ -6,7 +6,9 @@ its type's (``overloaded_error`` 529, ``rate_limit_error`` 429). litellm's Anthr
 raised every one as a 500 in its own words ("AnthropicError - Overloaded"): a client of another
 protocol got a 502 where the provider meant "overloaded, back off". Its reader now raises an
 ``ErrorEvent`` with the type's status, which ``proxy.upstream.litellm_errors.failure`` tells
-the client as the provider's.
+the client as the provider's; litellm's Messages adapter (an Anthropic client bridged to it)
+writes it as an error event of that status's type, which ``proxy.upstream.bridge_events`` reads
+back.
 
 Installed once, when litellm is first imported (``proxy.providers.load_litellm``); litellm is
 pinned by the lock, and ``tests/proxy/upstream/test_bridged_error_events.py`` fails if a release
@@ -50,12 +52,34 @@ def error_event(chunk: Any) -> ErrorEvent | None:
     return ErrorEvent(kind, said, _STATUS[kind])
 
 
+def _chained_event(exc: BaseException) -> ErrorEvent | None:
+    """The ``ErrorEvent`` among ``exc`` and its causes (litellm wraps it), or None."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen and len(seen) < 16:
+        if isinstance(current, ErrorEvent):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
+
+
 def install() -> None:
     from litellm.llms.anthropic.chat.handler import ModelResponseIterator
+    from litellm.llms.anthropic.messages.adapters import streaming_iterator as adapter
 
     reader: Any = ModelResponseIterator
     if getattr(reader, _INSTALLED, False):
         return
+    status_of: Callable[[Exception], tuple[int, str]] = adapter._error_status_and_message
+
+    def error_status_and_message(exc: Exception) -> tuple[int, str]:
+        # the Messages adapter's error event for a failed stream: an error event's own status
+        # (its type follows from it), not litellm's 500 ("AnthropicError - Overloaded")
+        found = _chained_event(exc)
+        return (found.status, found.message) if found is not None else status_of(exc)
+
+    adapter._error_status_and_message = error_status_and_message
     parse: Callable[[Any, dict[str, Any]], Any] = reader.chunk_parser
 
     def chunk_parser(self: Any, chunk: dict[str, Any]) -> Any:

@@ -24,6 +24,7 @@ from proxy.errors import (
 from proxy.litellm_answers import RefusedAnswer
 from proxy.litellm_anthropic_events import ErrorEvent
 from proxy.litellm_gemini_end import FAILED_CALL
+from proxy.protocols.errors import anthropic_type
 from proxy.providers import load_litellm
 from proxy.settings import UpstreamSettings
 from proxy.upstream.transport import relay_headers
@@ -97,7 +98,11 @@ def failure(
         if _BARE_CODE.fullmatch(text):  # the SDK's words for an answer that was no JSON: its text
             text = short_message(_answer_text(exc), upstream) or text
         message = f"Upstream {name}: {text}" if text else f"Upstream {name} failed ({kind})."
-        return UpstreamFailed(message, status=status if status < 600 else 502, code=kind)
+        status = status if status < 600 else 502
+        # mid-stream, the code is an error event's type: a type word of its status, as the
+        # bridge's Messages streams have it (``bridge_events``), not litellm's class's name
+        code = anthropic_type(status) if mid_stream else kind
+        return UpstreamFailed(message, status=status, code=code)
     return UpstreamFailed(f"Upstream {name} failed ({kind}).")
 
 
