@@ -63,7 +63,7 @@ def failure(
     refused = next((e for e in _chain(exc) if isinstance(e, RefusedAnswer)), None)
     if refused is not None:  # reached, and answered: not a connection's failure
         return UpstreamFailed(f"Upstream {name} sent an answer that could not be read ({refused}).")
-    if _network_failure(exc):
+    if network_failure(exc):
         what = "broke off mid-stream" if mid_stream else "could not be reached"
         return UpstreamUnreachable(f"Upstream {name} {what}.")
     kind = type(exc).__name__
@@ -223,7 +223,7 @@ def _malformed(exc: BaseException) -> bool:
     return any(isinstance(e, HttpProcessingError) for e in _chain(exc))
 
 
-def _network_failure(exc: BaseException) -> bool:
+def network_failure(exc: BaseException) -> bool:
     """A connection that failed or broke, wherever litellm wrapped it (its own
     ``APIConnectionError``, or an ``InternalServerError`` around httpx's or aiohttp's error)."""
     import aiohttp
