@@ -9,10 +9,11 @@ earlier call's later fragments went into its block (``{"path": {"path": "a.py"}"
 
 Its router is replaced by one that keeps the first call live and holds every other call, started
 in any chunk, gathering its fragments by index until a chunk of another kind or the stream's end
-writes it whole (litellm's own release). Installed once, when litellm is first imported
-(``proxy.providers.load_litellm``); litellm is pinned by the lock, and
-``tests/proxy/upstream/test_bridged_parallel_calls.py`` fails if a release moves what this
-replaces."""
+writes it whole (litellm's own release). The live call's id said again on a later fragment (some
+servers write it, and the name, on every one) no longer opens a block of its own. Installed
+once, when litellm is first imported (``proxy.providers.load_litellm``); litellm is pinned by
+the lock, and ``tests/proxy/upstream/test_bridged_parallel_calls.py`` fails if a release moves
+what this replaces."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from types import MappingProxyType
 from typing import Any
 
 _INSTALLED = "_ctxproxy_tool_calls"
+_LIVE_ID = "_ctxproxy_live_call_id"  # the live call's id, on litellm's splitter
 
 
 def _merged(held: Any, part: Any) -> Any:
@@ -43,8 +45,11 @@ def route_tool_calls(splitter: Any, chunk: Any, attrs: Any) -> tuple[Any, ...]:
     if not tool_calls:
         return (*splitter._release_held_calls(), chunk) if choices else (chunk,)
     held = dict(splitter._held_calls)
-    live_index = splitter._live_call_index
+    started = splitter._live_call_index
+    live_index = started
+    live_id = getattr(splitter, _LIVE_ID, None) if started is not None else None
     live = []
+    restated = False
     for part in splitter._tool_call_parts(tool_calls):
         if part.index in held:
             template, kept = held[part.index]
@@ -52,12 +57,20 @@ def route_tool_calls(splitter: Any, chunk: Any, attrs: Any) -> tuple[Any, ...]:
         elif live_index is None or part.index == live_index:
             if part.name and live_index is None:
                 live_index = part.index
+            if part.index == started and part.call_id and part.call_id == live_id:
+                # its id and name said again on a later fragment (as some servers write every
+                # fragment): not a new call, which would open a block of its own
+                part = replace(part, call_id=None, call_type=None, name=None)
+                restated = True
+            elif part.call_id:
+                live_id = part.call_id
             live.append(part)
         else:
             held[part.index] = (chunk, part)
     splitter._held_calls = MappingProxyType(held)
     splitter._live_call_index = live_index
-    if len(tool_calls) == 1 and len(live) == 1:
+    setattr(splitter, _LIVE_ID, live_id)
+    if len(tool_calls) == 1 and len(live) == 1 and not restated:
         return (chunk,)  # as it came (its other fields kept)
     return tuple(
         splitter._with_tool_call(chunk, part, keep_role=position == 0)

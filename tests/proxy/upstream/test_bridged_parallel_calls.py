@@ -126,3 +126,27 @@ async def test_calls_started_in_one_chunk_then_interleaved(edge, client) -> None
     assert [b["id"] for _, b in sorted(blocks.items())] == ["call_a", "call_b"]
     calls = {b["id"]: orjson.loads(str(b["json"])) for b in blocks.values()}
     assert calls == {"call_a": {"path": "a.py"}, "call_b": {"path": "b.py"}}, data
+
+
+async def test_a_calls_id_said_on_every_fragment_opens_one_block(edge, client) -> None:
+    """Some servers write a call's id and name on each of its fragments: one call, one block
+    (two blocks of one id, each with part of the arguments, before); a new id at the same index
+    (a server that numbers no call) is another call."""
+    fn = {"name": "read"}
+    edge.reply = sse_reply(
+        sse(
+            {**CHUNK, "choices": [{"index": 0, "delta": {"role": "assistant"}}]},
+            _call(0, id="call_a", type="function", function={**fn, "arguments": '{"path": '}),
+            _call(0, id="call_a", type="function", function={**fn, "arguments": '"a.py"}'}),
+            _call(0, id="call_b", type="function", function={**fn, "arguments": '{"path": '}),
+            _call(0, id="call_b", type="function", function={**fn, "arguments": '"b.py"}'}),
+            {**CHUNK, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+        )
+    )
+    upstream = UpstreamSettings(name="oai", base_url=edge.base_url)
+    r = await messages(client, upstream, orjson.dumps(BODY), {"x-api-key": KEY}, "", None)
+    assert r.chunks is not None
+    data = b"".join([c async for c in r.chunks])
+    blocks = [b for _, b in sorted(_blocks(data).items())]
+    assert [b["id"] for b in blocks] == ["call_a", "call_b"], data
+    assert [orjson.loads(str(b["json"])) for b in blocks] == [{"path": "a.py"}, {"path": "b.py"}]
