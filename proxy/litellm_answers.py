@@ -111,7 +111,7 @@ def _bounded(
                 await response.aclose()
                 raise RefusedAnswer(f"it came {_coding(said)}, which is not read")
             del response.headers["content-encoding"]  # inflated here, not by httpx
-        kind = response.headers.get("content-type", "")
+        kind = response.headers.get("content-type", "").lower()  # a media type's case is none
         streamed = "text/event-stream" in kind
         if (
             response.status_code == 200

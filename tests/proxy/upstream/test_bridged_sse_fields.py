@@ -129,16 +129,17 @@ STREAMS = {
 }
 
 
+@pytest.mark.parametrize("kind", ["application/json", "Application/JSON; charset=utf-8"])
 @pytest.mark.parametrize("case", STREAMS)
 async def test_a_whole_answer_to_a_stream_is_not_called_unreachable(
-    tmp_path: Path, edge: EdgeUpstream, case: str
+    tmp_path: Path, edge: EdgeUpstream, case: str, kind: str
 ) -> None:
     """The upstream was reached, and answered: a whole answer (JSON, a gateway's page) to a
     request for a stream is one the proxy could not read, not a connection that failed (the
     client and the log were told "could not be reached", an operator looked for a network
     fault)."""
     path, body = STREAMS[case]
-    edge.reply = Reply(headers=[("content-type", "application/json")], body=b"<html>ok</html>")
+    edge.reply = Reply(headers=[("content-type", kind)], body=b"<html>ok</html>")  # any case
     async with in_process(settings(edge, 0), str(tmp_path / "db")) as c:
         r = await c.post(path, json=body, headers={"authorization": "Bearer k"})
         (row,) = await log_rows(c)
