@@ -99,9 +99,11 @@ def failure(
             text = short_message(_answer_text(exc), upstream) or text
         message = f"Upstream {name}: {text}" if text else f"Upstream {name} failed ({kind})."
         status = status if status < 600 else 502
-        # mid-stream, the code is an error event's type: a type word of its status, as the
+        # a stream's failure (mid-stream, or litellm's MidStreamFallbackError for one before
+        # anything was relayed) is an error event's: its code a type word of its status, as the
         # bridge's Messages streams have it (``bridge_events``), not litellm's class's name
-        code = anthropic_type(status) if mid_stream else kind
+        streamed = mid_stream or kind == "MidStreamFallbackError"
+        code = anthropic_type(status) if streamed else kind
         return UpstreamFailed(message, status=status, code=code)
     return UpstreamFailed(f"Upstream {name} failed ({kind}).")
 

@@ -236,3 +236,30 @@ async def test_an_error_event_first_in_a_bridged_stream_is_no_unreachable_upstre
     assert r.status_code == 502, r.text
     assert "could not be reached" not in r.text, r.text
     assert row["error_type"] != "upstream_connection_error"
+
+
+STREAMED = {
+    "chat": ("/v1/chat/completions", {"model": "lit-x", "messages": ASK, "stream": True}),
+    "responses": ("/v1/responses", {"model": "lit-x", "input": "hi", "stream": True}),
+}
+
+
+@pytest.mark.parametrize("client", STREAMED)
+async def test_a_stream_opening_with_its_error_is_coded_by_its_status(
+    tmp_path: Path, edge: EdgeUpstream, client: str
+) -> None:
+    """A stream's failure before anything was relayed: litellm raises it as its
+    ``MidStreamFallbackError``, which is no error code of any protocol (and says mid-stream):
+    the code is the type word of its status, as after the stream began."""
+    error = {"message": "Rate limit reached", "type": "rate_limit_exceeded", "code": "rate"}
+    edge.reply = Reply.event_stream(b"data: " + orjson.dumps({"error": error}) + b"\n\n")
+    upstream = {"name": "lit", "kind": "litellm", "provider": "openai", "match": ["lit-*"],
+                "base_url": edge.base_url}  # fmt: skip
+    settings = proxy_settings(edge.base_url, upstreams=[upstream])
+    path, body = STREAMED[client]
+    async with in_process(settings, str(tmp_path / "db")) as c:
+        r = await c.post(path, json=body, headers={"authorization": "Bearer sk-test"})
+        (row,) = await log_rows(c)
+    assert r.status_code == 429, r.text
+    assert r.json()["error"]["code"] == "rate_limit_error", r.text
+    assert row["status"] == 429
