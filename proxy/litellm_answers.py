@@ -22,6 +22,7 @@ wraps."""
 from __future__ import annotations
 
 import asyncio
+import re
 import zlib
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from typing import Any
@@ -38,6 +39,7 @@ MAX_LINE_BYTES = 16 * 1024 * 1024  # of one line of an event stream
 _PIECE = 1 << 20  # inflated at a time
 _INFLATED = {"gzip": 47, "x-gzip": 47, "deflate": 47}  # zlib's wbits: a gzip or zlib header
 _INSTALLED = "_ctxproxy_bounded"
+_CODING = re.compile(r"[A-Za-z0-9._+-]{1,32}")  # a content coding's name, as one is told
 
 
 class RefusedAnswer(httpx.RemoteProtocolError):
@@ -100,15 +102,16 @@ def _bounded(
         response = await original(transport, request)
         if 300 <= response.status_code < 400:
             response.headers.pop("location", None)  # no redirect to follow: it carries the key
-        encoding = response.headers.get("content-encoding", "").strip().lower()
+        said = response.headers.get("content-encoding", "").strip()
+        encoding = said.lower()
         wbits = None
         if encoding not in ("", "identity"):
             wbits = _INFLATED.get(encoding)
             if wbits is None:
                 await response.aclose()
-                raise RefusedAnswer(f"it came {encoding!r}-encoded, which is not read")
+                raise RefusedAnswer(f"it came {_coding(said)}, which is not read")
             del response.headers["content-encoding"]  # inflated here, not by httpx
-        kind = response.headers.get("content-type", "")
+        kind = response.headers.get("content-type", "").lower()  # a media type's case is none
         streamed = "text/event-stream" in kind
         if (
             response.status_code == 200
@@ -124,6 +127,13 @@ def _bounded(
 
     setattr(handle, _INSTALLED, True)
     return handle
+
+
+def _coding(said: str) -> str:
+    """The upstream's coding as the client is told it: named as written (a key in it is
+    redacted as it would be anywhere; lowered, it was not) if it has a coding's shape, else not
+    at all (the header is the upstream's to write: any length, any text)."""
+    return f"{said!r}-encoded" if _CODING.fullmatch(said) else "in a coding of no known name"
 
 
 def _asks_stream(request: httpx.Request) -> bool:

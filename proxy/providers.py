@@ -17,6 +17,7 @@ from proxy import (
     litellm_gemini_ids,
     litellm_gemini_usage,
     litellm_logs,
+    litellm_tool_calls,
 )
 from proxy.tokens import ensure_offline_tiktoken
 
@@ -57,6 +58,7 @@ def _import_litellm() -> Any:
     litellm_anthropic_events.install()  # an Anthropic error event keeps its type's status
     litellm_gemini_usage.install()  # a Gemini client is told its cache read
     litellm_gemini_ids.install()  # a Gemini client's calls keep their ids, both ways
+    litellm_tool_calls.install()  # parallel calls' fragments each in their own tool_use block
 
     litellm.drop_params = True  # a field one provider lacks must not fail the request
     # the shape a provider requires, made where litellm knows it (a 400 on every retry otherwise):

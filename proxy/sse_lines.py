@@ -8,6 +8,9 @@ value and waited for the rest of it until the stream ended, and the OpenAI SDK i
 streams with parsed an event of no data as JSON. Either failed the whole answer. So an event's
 ``event:`` line is held until a line of its data comes, and left out with an event that has none
 (one of no data is no event, as the SSE standard has it; the readers made one of its type).
+A keep-alive event (``event: ping``, ``keepalive``, ``heartbeat``) is left out whole, whatever
+its data: no protocol's answer is in one, and the readers parsed its data (``data: keepalive``)
+as JSON, which failed the answer.
 
 Lines end at ``\\n`` (a ``\\r`` before it is part of the end), as the line bound of
 ``litellm_answers`` counts them; a line is held until its end comes (a reader waits for it too).
@@ -26,6 +29,8 @@ _SKIPPED = re.compile(rb"^(?::|retry(?::|\r?$)|id(?::|\r?$)|data:?[ \t]*+\r?$)",
 # data is none, as the SSE standard has it; the readers made one of its type and parsed its
 # empty data as JSON)
 _TYPE = re.compile(rb"^event(?::|\r?$)", re.MULTILINE)
+# a keep-alive event's type line (bounded: one optional blank, a fixed alternation)
+_IDLE = re.compile(rb"event: ?(?:ping|keep-?alive|heartbeat)\r?\n?\Z")
 
 
 class SseLines:
@@ -36,10 +41,16 @@ class SseLines:
         self._held: list[bytes] = []  # the start of a line whose end has not come
         self._type = b""  # the event's type line, until a line of its data comes
         self._data = False  # whether the event has had a line of its data
+        self._idle = False  # within a keep-alive event: its lines left out
 
     def _kept(self, lines: bytes) -> bytes:
         """``lines`` without those that carry no event."""
-        if not self._type and _SKIPPED.search(lines) is None and _TYPE.search(lines) is None:
+        if (
+            not self._type
+            and not self._idle
+            and _SKIPPED.search(lines) is None
+            and _TYPE.search(lines) is None
+        ):
             body = lines[:-1] if lines.endswith(b"\n") else lines
             self._data = bool(body[body.rfind(b"\n") + 1 :].rstrip(b"\r"))  # its last line's
             return lines
@@ -49,8 +60,12 @@ class SseLines:
                 continue
             if _TYPE.match(line) is not None and not self._data:
                 self._type = line  # the last one names the event
+                self._idle = _IDLE.match(line) is not None
                 continue
             data = bool(line.rstrip(b"\r\n"))  # else a blank line: the event's end
+            if self._idle and data:
+                continue
+            self._idle = False
             if data and self._type:
                 kept.append(self._type)
             self._type, self._data = b"", data

@@ -221,8 +221,9 @@ def response_value(old: Any, text: str) -> Any:
     as the rules changed it). With a text field, the edited text goes back into that field and
     the other fields stay fields: as sent while the header line is, as the rules rewrote it
     while it still reads as a JSON object, as sent when the rules replaced the whole text (which
-    then is the field's). Without one: the JSON object the text spells; an appended note as an
-    ``output`` field when the response has none; else the text as ``output``."""
+    then is the field's). Without one: the JSON object the text spells; an appended note as a
+    field of its own (``output``, or ``note`` when ``output`` holds no text); else the text as
+    ``output``."""
     key = text_field(old)
     if key is not None:
         if len(old) == 1:
@@ -240,15 +241,24 @@ def response_value(old: Any, text: str) -> Any:
     value = _object(text)
     if value is not None:
         return value
-    if isinstance(old, dict) and "output" not in old:
+    if isinstance(old, dict):
         try:
             before = orjson.dumps(old).decode()
         except TypeError:
             before = None
         note = appended(before, text) if before is not None else None
-        if note is not None:
-            return {**old, "output": note}
+        if note is not None:  # the object stays one (an ``output`` of its own not a string too)
+            return {**old, _free_field(old): note}
     return {"output": text}
+
+
+def _free_field(value: dict[str, Any]) -> str:
+    """A field for an appended note that ``value`` does not have: ``output``, else ``note``,
+    else the first ``note_N`` free."""
+    for name in ("output", "note"):
+        if name not in value:
+            return name
+    return next(f"note_{n}" for n in range(2, len(value) + 3) if f"note_{n}" not in value)
 
 
 def _object(text: str) -> dict[str, Any] | None:

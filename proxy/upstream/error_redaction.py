@@ -320,7 +320,7 @@ class ErrorRedactor:
         quoting one in an error object)."""
         if headers.get("content-encoding", "").strip().lower() not in ("", "identity"):
             return body  # not read (the transport decodes what it can)
-        if "text/event-stream" in headers.get("content-type", ""):
+        if "text/event-stream" in headers.get("content-type", "").lower():
             scan = EventScanner(self)  # a glance at a body holding no "error"
             body = scan.feed(body) + scan.finish()
         return without_keys(body, self.server) if self.server else body

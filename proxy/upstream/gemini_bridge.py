@@ -10,6 +10,7 @@ What the bridge carries: text, ``functionCall`` / ``functionResponse`` parts (ea
 id, the call's own where it has one, fitted to the upstream's rule: ``gemini_call_ids``; the
 answer's calls with the provider's ids: ``proxy.litellm_gemini_ids``; a function name with dots
 or colons fitted, and given back in the answer: ``gemini_tool_names``), ``inlineData`` images,
+``fileData`` as a text part naming the file to a provider that reads no URI (``gemini_files``),
 ``systemInstruction`` (all its text parts), ``functionDeclarations``, ``generationConfig``'s
 temperature, topP, maxOutputTokens, stopSequences and a JSON response format. What it loses:
 ``thought`` parts and every ``thoughtSignature`` (another provider cannot verify them),
@@ -37,6 +38,7 @@ from proxy.tokens import TiktokenCounter, encoding_name_for
 from proxy.upstream import UpstreamResponse
 from proxy.upstream.bridge import _failed, _object, _plain, _route
 from proxy.upstream.gemini_call_ids import with_call_ids
+from proxy.upstream.gemini_files import named_files
 from proxy.upstream.gemini_route import Route, upstream_query
 from proxy.upstream.gemini_tool_names import (
     fitted_names,
@@ -51,6 +53,7 @@ from proxy.upstream.litellm_streams import close, opened
 from rules.chain.call_ids import rule_named
 
 _JSON = {"content-type": "application/json"}
+_READS_FILES = frozenset({"gemini", "vertex_ai"})  # providers that read a ``fileData`` URI
 _SSE = {"content-type": "text/event-stream"}
 _CONFIG = ("temperature", "topP", "maxOutputTokens", "stopSequences", "responseMimeType",
            "responseJsonSchema", "responseSchema", "candidateCount")  # fmt: skip
@@ -76,6 +79,8 @@ async def bridged_gemini(
     contents = data.get("contents") or []
     tools = data.get("tools")
     names: dict[str, str] = {}
+    if provider not in _READS_FILES:  # a file by its URI: named, as no other reads it
+        contents = named_files(contents)
     if isinstance(contents, list):  # a call and its response by one id the provider accepts
         contents = with_call_ids(contents, rule_named(call_id_rule(upstream, "gemini")))
         names = fitted_names(tools, contents)  # a name the provider refuses, sent fitted

@@ -24,6 +24,7 @@ from proxy.errors import (
 from proxy.litellm_answers import RefusedAnswer
 from proxy.litellm_anthropic_events import ErrorEvent
 from proxy.litellm_gemini_end import FAILED_CALL
+from proxy.protocols.errors import anthropic_type
 from proxy.providers import load_litellm
 from proxy.settings import UpstreamSettings
 from proxy.upstream.transport import relay_headers
@@ -62,7 +63,7 @@ def failure(
     refused = next((e for e in _chain(exc) if isinstance(e, RefusedAnswer)), None)
     if refused is not None:  # reached, and answered: not a connection's failure
         return UpstreamFailed(f"Upstream {name} sent an answer that could not be read ({refused}).")
-    if _network_failure(exc):
+    if network_failure(exc):
         what = "broke off mid-stream" if mid_stream else "could not be reached"
         return UpstreamUnreachable(f"Upstream {name} {what}.")
     kind = type(exc).__name__
@@ -97,7 +98,13 @@ def failure(
         if _BARE_CODE.fullmatch(text):  # the SDK's words for an answer that was no JSON: its text
             text = short_message(_answer_text(exc), upstream) or text
         message = f"Upstream {name}: {text}" if text else f"Upstream {name} failed ({kind})."
-        return UpstreamFailed(message, status=status if status < 600 else 502, code=kind)
+        status = status if status < 600 else 502
+        # a stream's failure (mid-stream, or litellm's MidStreamFallbackError for one before
+        # anything was relayed) is an error event's: its code a type word of its status, as the
+        # bridge's Messages streams have it (``bridge_events``), not litellm's class's name
+        streamed = mid_stream or kind == "MidStreamFallbackError"
+        code = anthropic_type(status) if streamed else kind
+        return UpstreamFailed(message, status=status, code=code)
     return UpstreamFailed(f"Upstream {name} failed ({kind}).")
 
 
@@ -218,7 +225,7 @@ def _malformed(exc: BaseException) -> bool:
     return any(isinstance(e, HttpProcessingError) for e in _chain(exc))
 
 
-def _network_failure(exc: BaseException) -> bool:
+def network_failure(exc: BaseException) -> bool:
     """A connection that failed or broke, wherever litellm wrapped it (its own
     ``APIConnectionError``, or an ``InternalServerError`` around httpx's or aiohttp's error)."""
     import aiohttp

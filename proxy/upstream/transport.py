@@ -114,7 +114,7 @@ def encoded_query(query: str) -> str:
 
 
 def is_event_stream(headers: Mapping[str, str]) -> bool:
-    return "text/event-stream" in headers.get("content-type", "")
+    return "text/event-stream" in headers.get("content-type", "").lower()  # of any case
 
 
 # What an upstream's answer to a request for a stream may be labelled that says nothing against

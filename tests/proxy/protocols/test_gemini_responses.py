@@ -106,6 +106,25 @@ def test_without_a_text_field_a_note_is_an_output_field_of_its_own() -> None:
 @pytest.mark.parametrize(
     "value",
     [
+        {"output": {"files": ["a"]}},
+        {"output": {"a": 1}, "n": 2},
+        {"output": ["x"], "note": "y"},
+        {"output": 3},
+    ],
+)
+def test_a_note_after_an_output_of_no_text_keeps_the_object(value: dict[str, Any]) -> None:
+    """A note appended (the working set, a resolved reference's pointer) to a response whose
+    ``output`` is an object: the response stays that object, the note a field of its own."""
+    for note in (lambda t: f"{t}\n\n{NOTE}", lambda t: f"{t}\n{NOTE}"):
+        out = _lifted(value, note)
+        assert {k: v for k, v in out.items() if k in value} == value, out
+        (added,) = set(out) - set(value)
+        assert out[added] == NOTE
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
         {"output": "x"},
         {"output": "", "exitCode": 0},
         {"output": "\nstarts blank", "exitCode": 0},

@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.conftest import in_process, proxy_settings
+from tests.conftest import in_process, log_rows, proxy_settings
 from tests.proxy.upstream.test_bridge_stream_open import KEY, fresh_clients  # noqa: F401
 from tests.support.edge_upstream import EdgeUpstream, Reply
 
@@ -211,3 +211,55 @@ async def test_a_bridged_answer_that_is_no_json_is_told_as_the_native_path_tells
         r = await c.post("/v1/messages", json=body, headers={"x-api-key": "sk-test"})
     assert r.status_code == 502, r.text
     assert r.json()["error"]["message"] == said
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        {"error": {"message": "The server had an error", "type": "server_error", "code": None}},
+        {"object": "error", "message": "The server had an error", "code": 503},
+    ],
+)
+async def test_an_error_event_first_in_a_bridged_stream_is_no_unreachable_upstream(
+    tmp_path: Path, edge: EdgeUpstream, event: dict[str, object]
+) -> None:
+    """An OpenAI-compatible stream opening with its error: litellm calls it its catch-all
+    ``APIConnectionError``, which the Messages adapter writes into its error event by name: the
+    client was told the upstream "could not be reached", the row an ``upstream_connection_error``
+    (an operator looked for a network fault)."""
+    edge.reply = Reply.event_stream(b"data: " + orjson.dumps(event) + b"\n\n")
+    settings = proxy_settings(edge.base_url)
+    body = {"model": "gpt-x", "messages": ASK, "max_tokens": 16, "stream": True}
+    async with in_process(settings, str(tmp_path / "db")) as c:
+        r = await c.post("/v1/messages", json=body, headers={"x-api-key": "sk-test"})
+        (row,) = await log_rows(c)
+    assert r.status_code == 502, r.text
+    assert "could not be reached" not in r.text, r.text
+    assert row["error_type"] != "upstream_connection_error"
+
+
+STREAMED = {
+    "chat": ("/v1/chat/completions", {"model": "lit-x", "messages": ASK, "stream": True}),
+    "responses": ("/v1/responses", {"model": "lit-x", "input": "hi", "stream": True}),
+}
+
+
+@pytest.mark.parametrize("client", STREAMED)
+async def test_a_stream_opening_with_its_error_is_coded_by_its_status(
+    tmp_path: Path, edge: EdgeUpstream, client: str
+) -> None:
+    """A stream's failure before anything was relayed: litellm raises it as its
+    ``MidStreamFallbackError``, which is no error code of any protocol (and says mid-stream):
+    the code is the type word of its status, as after the stream began."""
+    error = {"message": "Rate limit reached", "type": "rate_limit_exceeded", "code": "rate"}
+    edge.reply = Reply.event_stream(b"data: " + orjson.dumps({"error": error}) + b"\n\n")
+    upstream = {"name": "lit", "kind": "litellm", "provider": "openai", "match": ["lit-*"],
+                "base_url": edge.base_url}  # fmt: skip
+    settings = proxy_settings(edge.base_url, upstreams=[upstream])
+    path, body = STREAMED[client]
+    async with in_process(settings, str(tmp_path / "db")) as c:
+        r = await c.post(path, json=body, headers={"authorization": "Bearer sk-test"})
+        (row,) = await log_rows(c)
+    assert r.status_code == 429, r.text
+    assert r.json()["error"]["code"] == "rate_limit_error", r.text
+    assert row["status"] == 429

@@ -81,6 +81,9 @@ EMPTY = {
     # an event of no data is not dispatched (the SSE standard: its type is dropped with it)
     "event, empty data": b"event: ping\ndata:\n\n",
     "event, no data": b"event: ping\n\n",
+    # a keep-alive event, whatever its data (no protocol's reader needs it; theirs parsed it)
+    "ping, text data": b"event: ping\ndata: keepalive\n\n",
+    "heartbeat, split data": b"event: heartbeat\ndata: {\ndata: }\n\n",
 }
 
 
@@ -126,16 +129,17 @@ STREAMS = {
 }
 
 
+@pytest.mark.parametrize("kind", ["application/json", "Application/JSON; charset=utf-8"])
 @pytest.mark.parametrize("case", STREAMS)
 async def test_a_whole_answer_to_a_stream_is_not_called_unreachable(
-    tmp_path: Path, edge: EdgeUpstream, case: str
+    tmp_path: Path, edge: EdgeUpstream, case: str, kind: str
 ) -> None:
     """The upstream was reached, and answered: a whole answer (JSON, a gateway's page) to a
     request for a stream is one the proxy could not read, not a connection that failed (the
     client and the log were told "could not be reached", an operator looked for a network
     fault)."""
     path, body = STREAMS[case]
-    edge.reply = Reply(headers=[("content-type", "application/json")], body=b"<html>ok</html>")
+    edge.reply = Reply(headers=[("content-type", kind)], body=b"<html>ok</html>")  # any case
     async with in_process(settings(edge, 0), str(tmp_path / "db")) as c:
         r = await c.post(path, json=body, headers={"authorization": "Bearer k"})
         (row,) = await log_rows(c)
@@ -161,3 +165,13 @@ def assert_filtered_in_any_reads(stream: bytes, kept: bytes) -> None:
         lines = SseLines()
         out = b"".join(lines.feed(stream[i : i + size]) for i in range(0, len(stream), size))
         assert out + lines.end() == kept, size
+
+
+def test_a_keep_alive_event_is_left_out_whole() -> None:
+    stream = (
+        b"event: ping\ndata: keepalive\n\nevent: ping\r\ndata: {\"type\": \"ping\"}\r\n\r\n"
+        b"event: heartbeat\ndata: a\ndata: b\n\nevent: pings\ndata: 1\n\n"
+        b"event: ping\nevent: a\ndata: 2\n\nevent: keep-alive\ndata: x"
+    )
+    kept = b"\n\r\n\nevent: pings\ndata: 1\n\nevent: a\ndata: 2\n\n"
+    assert_filtered_in_any_reads(stream, kept)

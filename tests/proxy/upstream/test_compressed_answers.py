@@ -246,3 +246,39 @@ async def test_a_compressed_model_list_is_read(tmp_path: Path, edge: EdgeUpstrea
         r = await c.get("/v1/models", headers=KEYS)
     assert r.status_code == 200 and "ctxproxy_unlisted" not in r.json()
     assert "up-model" in {m["id"] for m in r.json()["data"]}
+
+
+# a client of each protocol reaching a model through litellm (another protocol's upstream)
+BRIDGED = {
+    "chat to anthropic": ("/v1/chat/completions", request(user("hi"), model="claude-x")),
+    "messages to openai": ("/v1/messages", {**MESSAGES, "model": "gpt-4o"}),
+    "responses to anthropic": ("/v1/responses", {"model": "claude-x", "input": "hi"}),
+    "chat to gemini": ("/v1/chat/completions", request(user("hi"), model="gemini-x")),
+}
+
+
+CODINGS = {
+    "long": "x-" + "z" * 3000 + f" {KEY} sk-ant-api03-{'Q' * 80}",
+    "the server's key": KEY,  # lowered, it escaped the key's redaction
+}
+
+
+@pytest.mark.parametrize("coding", CODINGS)
+@pytest.mark.parametrize("streamed", [False, True])
+@pytest.mark.parametrize("case", BRIDGED)
+async def test_a_coding_not_read_is_not_echoed_whole(
+    tmp_path: Path, edge: EdgeUpstream, case: str, streamed: bool, coding: str
+) -> None:
+    """The upstream's ``content-encoding`` is its to write: the client is not sent it whole,
+    nor a secret in it."""
+    coding = CODINGS[coding]
+    headers = [SSE if streamed else JSON, ("content-encoding", coding)]
+    edge.reply = Reply(headers=headers, body=b"{}")
+    path, body = BRIDGED[case]
+    async with in_process(settings(edge), str(tmp_path / "db")) as c:
+        r = await c.post(path, json={**body, "stream": streamed}, headers=KEYS)
+        (row,) = await log_rows(c)
+    assert r.status_code == 502, r.text
+    assert len(r.content) < 1000 and "zzzzzzzzzz" * 20 not in r.text, r.text
+    assert KEY.lower() not in r.text.lower() and "QQQQQQQQ" not in r.text
+    assert KEY.lower() not in (row["error"] or "").lower() and len(row["error"] or "") < 1000
