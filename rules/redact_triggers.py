@@ -22,12 +22,12 @@ from rules.redact_idents import (
     paired_value,
 )
 from rules.redact_names import MIN_SECRET_CHARS as MIN_SECRET_CHARS  # read from here too
-from rules.redact_names import SHAPED_REACH, min_chars, name_words, shaped_name, value_fits
+from rules.redact_names import SHAPED_REACH, min_chars, shaped_name, value_fits
 from rules.redact_names import is_basic_credentials as is_basic_credentials
 from rules.redact_names import is_secret_name as is_secret_name
+from rules.redact_near_hex import hex_spans
 from rules.redact_prose import LOOKS_SET, env_value, said_value, spaced_key
 from rules.redact_references import declares, is_placeholder, names_a_source, names_where_kept
-from rules.redact_shapes import AWS_SECRET
 from rules.redact_shapes import REDACTED as REDACTED  # the marker, imported from here too
 from rules.redact_tables import table_row
 from rules.redact_yaml_blocks import block_span
@@ -110,10 +110,6 @@ _BEARER_VALUE = re.compile(r"[ \t]++(?P<cred>[A-Za-z0-9._~+/\-]{8,}=*)")
 # an OpenAPI scheme's ``scheme: bearer`` before its next line's ``bearerFormat`` hold words
 _TOKEN_LIKE = re.compile(r"[0-9A-Z._~+/=\-]")
 _BASIC_VALUE = re.compile(r"[ \t]+(?P<cred>[A-Za-z0-9+/]{4,}={0,2})(?![\w+/=])")
-# A 32+ hex run (or an AWS secret access key) up to 32 characters further on the line, whole.
-_NEAR_HEX = re.compile(
-    rf"[^\n]{{0,32}}?(?P<cred>(?<![0-9A-Za-z])[0-9a-fA-F]{{32,}}(?![0-9A-Za-z])|{AWS_SECRET})"
-)
 # SQL's ``PASSWORD 'secret'`` (``CREATE ROLE … WITH PASSWORD``), and MySQL's ``IDENTIFIED [WITH
 # plugin] BY [PASSWORD] 'secret'``: a quoted literal after blanks.
 _QUOTED_AFTER = re.compile(
@@ -313,19 +309,6 @@ def _interpolating(text: str, start: int) -> bool:
 _PLAN_PLACEHOLDER = re.compile(r"\((?:sensitive(?: value)?|known after apply)\)(?![^\s,;])")
 # A parameter expansion's operator that prints or substitutes, not a default: ``${NAME:?msg}``
 _EXPANDED = re.compile(r":?[?+]")
-def _hex_spans(text: str, begin: int, end: int, seen: set[int]) -> list[tuple[int, int]]:
-    """32+ hex runs after the secret name ``text[begin:end]``: the first within 32 characters
-    on its line, then each within 32 of the one before (so that redacting one never brings the
-    next within reach of a second pass)."""
-    name = text[max(begin, end - 64) : end]  # as ``name_ending`` reads it: 64 at most
-    if min_chars(name) is None and name_words(name) != ["key"]:  # "API key: 9f86…" is one
-        return []
-    spans = []
-    while (m := _NEAR_HEX.match(text, end)) is not None and m.start("cred") not in seen:
-        seen.add(m.start("cred"))  # a chain that reaches a run already seen has the rest
-        spans.append(m.span("cred"))
-        end = m.end()
-    return spans
 
 
 def _replace(text: str, spans: list[tuple[int, int]]) -> str:
@@ -397,5 +380,5 @@ def redact_after_triggers(text: str) -> str:
     for start, end in triggers:
         if start >= ends:
             begin, ends = name_start(text, start), name_end(text, end)
-        hexes += _hex_spans(text, begin, end, seen)
+        hexes += hex_spans(text, begin, end, seen)
     return _replace(text, hexes)
