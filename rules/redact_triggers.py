@@ -30,7 +30,7 @@ from rules.redact_prose import LOOKS_SET, env_value, said_value, spaced_key
 from rules.redact_references import declares, is_placeholder, names_a_source, names_where_kept
 from rules.redact_shapes import REDACTED as REDACTED  # the marker, imported from here too
 from rules.redact_tables import table_row
-from rules.redact_yaml_blocks import block_span
+from rules.redact_yaml_blocks import block_span, next_line_value
 
 # Words after which a secret may follow, found with str.find on the lowercased text: ~20x faster
 # than a case-insensitive regex, which tries every position. (A text whose length changes when
@@ -222,6 +222,7 @@ def _value_span(text: str, start: int, end: int) -> tuple[int, int, int] | None:
         paired_value(text, start, end)
         or _ANNOTATED.match(text, end, reach)
         or _ASSIGNED.match(text, end, reach)
+        or next_line_value(text, name_start(text, start), end)
         or env_value(text, name_start(text, start), end)
     )
     if m is None and name_ending(text, start, end).startswith("--"):

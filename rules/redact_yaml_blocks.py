@@ -2,9 +2,14 @@
 ``>-``, ``|+`` …) gives the value on the lines below, each indented deeper than the name's line
 (Helm values, Ansible vars, a private key kept in a config). The lines go as one; the indicator
 stays, and so does a block with no line, a placeholder or a reference (``${GITHUB_TOKEN}``).
-Linear: the block's lines are read once, and the scan goes on after them."""
+Linear: the block's lines are read once, and the scan goes on after them.
+
+Also a plain or quoted scalar alone on the line below its name (``password:`` ending its line,
+then ``  hunter2``): ``next_line_value``."""
 
 from __future__ import annotations
+
+import re
 
 from rules.redact_references import is_placeholder, names_a_source
 from rules.redact_shapes import REDACTED
@@ -42,3 +47,38 @@ def block_span(text: str, name_at: int, after: int) -> tuple[int, int, int]:
     if value.startswith(REDACTED) or names_a_source(value) or is_placeholder(value, bare=False):
         return last, last, last
     return first, last, last
+
+
+# After a name that ends its line with a colon: one word (or one quoted value) alone on the next
+# line. Its first character is none that starts a mapping's or a list's line, a comment, a flow
+# collection, an anchor, an alias or a tag.
+_NEXT_LINE = re.compile(
+    r"""["']?[ \t]*+:[ \t]*+\r?\n(?P<indent>[ \t]{1,64}+)"""
+    r"""(?:'(?P<sq>[^'\r\n]{1,512}+)'|"(?P<dq>[^"\r\n]{1,512}+)"|"""
+    r"""(?P<bare>[^\s#'"\-{}\[\]|>&*!%@`?,][^\s]{0,1023}+))[ \t]*+(?=\r?\n|\Z)"""
+)
+# What may stand before the name on its line: blanks, a list item's dash, a quote
+_LINE_LEAD = re.compile(r"""[ \t]*+(?:-[ \t]++)?["']?""")
+
+
+def next_line_value(text: str, name_at: int, after: int) -> re.Match[str] | None:
+    """The value alone on the line below the name ``text[name_at:after]`` that ends its line with
+    a colon (a YAML mapping's key), indented deeper than the name, with no deeper line after it
+    (lines that go on are a mapping, a list or prose: no one value); None when there is none."""
+    line_start = text.rfind("\n", max(0, name_at - 64), name_at) + 1
+    if not line_start and name_at > 64:
+        return None  # the name is not near its line's start
+    lead = _LINE_LEAD.match(text, line_start, name_at)
+    if lead is None or lead.end() != name_at:
+        return None
+    m = _NEXT_LINE.match(text, after)
+    if m is None or len(m["indent"]) <= _indent(text, line_start, name_at):
+        return None
+    if m["bare"] is not None and m["bare"].endswith(":"):
+        return None  # a mapping's key
+    nxt = m.end() + (text.startswith("\r", m.end())) + 1
+    while nxt < len(text) and text[nxt] in "\r\n":  # blank lines
+        nxt += 1
+    if nxt < len(text) and _indent(text, nxt, min(len(text), nxt + 64)) >= len(m["indent"]):
+        return None  # the value goes on below: several lines, judged no further
+    return m
