@@ -70,6 +70,7 @@ def test_url_password_with_a_slash_goes(text: str, kept: str) -> None:
         "http://localhost:3000/users/@alice",
         "https://example.com/a:b/c@d",
         "https://user:pw@host.example.com/path/@scope/pkg",
+        "https://user:pw@localhost:8080/login?next=/a@b",
     ],
 )
 def test_url_paths_with_an_at_keep_their_host(text: str) -> None:
