@@ -39,7 +39,7 @@ _TRIGGER_WORDS = (
     *("pass", "secret", "token", "key", "credential", "pwd"),  # names (ODBC's Pwd, DB_PWD)
     "identified",  # SQL's IDENTIFIED BY 'secret'
     '"auth"',  # a Docker config.json's base64 of user:password
-    "_auth",  # npm's _auth: the same
+    *("_auth", "authident"),  # npm's _auth: the same; yarn's npmAuthIdent: user:password
     *("authorization", "bearer", "basic", "cookie"),  # auth headers and schemes, cookies
     "psk",  # a Wi-Fi's pre-shared key
     *("pw", "auth", "pat", "salt"),  # only as a name's last word (``_LAST_WORDS``)
@@ -58,7 +58,7 @@ _TRIGGER_TAILS = {
 }
 _TRIGGER = re.compile(
     r"(?i:pass(?:word|wd|phrase)?|secret|token|key(?:[-_]data)?|credentials?|authorization"
-    r'|bearer|basic|cookie|pwd|identified|"auth"|_auth|pw|auth|pat|psk|salt'
+    r'|bearer|basic|cookie|pwd|identified|"auth"|_auth|authident|pw|auth|pat|psk|salt'
     r"|密码|密碼|口令|パスワード|비밀번호|密钥|秘钥|密鑰|金鑰|令牌|トークン|토큰|apiキー|アクセスキー"
     r"|シークレットキー)"
 )
