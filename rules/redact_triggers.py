@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 
+from rules.redact_auth_params import digest_span
 from rules.redact_cjk import CJK_NAMES, cjk_value
 from rules.redact_flags import flag_value, names_a_command, redact_flags
 from rules.redact_idents import (
@@ -158,6 +159,8 @@ def _value_span(text: str, start: int, end: int) -> tuple[int, int, int] | None:
     word = text[start:end].lower()
     if word == "authorization":
         m = _AUTH_VALUE.match(text, end)
+        if m and m["scheme"] and m["scheme"].lower() == "digest":
+            return digest_span(text, m.start("cred"))  # ``username="…", response="…"``
         if m:
             cred = m["cred"].rstrip()
             if cred != REDACTED and len(cred) >= (1 if m["scheme"] else MIN_SECRET_CHARS):
