@@ -1,18 +1,26 @@
 """Passwords piped into the command that reads them, for ``rules.redact``: ``echo SECRET |
 sudo -S …``, ``echo SECRET | docker login -u me --password-stdin``, ``echo "bob:SECRET" |
 chpasswd``, ``printf '%s\\n' SECRET | passwd --stdin bob``. The secret is the last word ``echo``
-or ``printf`` prints; an echo piped anywhere else stays. Linear: every part is bounded and
-anchored at an ``echo`` or a ``printf``."""
+or ``printf`` prints; an echo piped anywhere else stays. So is one printed into a file whose name
+says it holds a password (``echo SECRET > ~/.vault_pass``, ``>> /run/secrets/db``) or given
+through a process substitution where such a file is asked for (``--vault-password-file <(echo
+SECRET)``, ``sshpass -f <(…)``). Linear: every part is bounded and anchored at an ``echo`` or a
+``printf``, or at a flag before ``<(``."""
 
 from __future__ import annotations
 
 import re
 
+from rules.redact_names import is_secret_name, name_words
 from rules.redact_shapes import REDACTED
 
+# What ``echo`` or ``printf`` prints: up to four words, quoted or bare (a bare one ends also at
+# the characters given)
+_ARGS = (
+    r"(?P<args>(?:[ \t]++(?:'[^'\r\n]{0,256}'|\"[^\"\r\n]{0,256}\"|[^\s|;&'\"%s]{1,256})){1,4}+)"
+)
 _PIPED = re.compile(
-    r"(?<![\w\-.])(?:echo|printf)(?P<args>(?:[ \t]++(?:'[^'\r\n]{0,256}'|\"[^\"\r\n]{0,256}\""
-    r"|[^\s|;&'\"]{1,256})){1,4}+)[ \t]*+\|[ \t]*+"
+    r"(?<![\w\-.])(?:echo|printf)" + _ARGS % "" + r"[ \t]*+\|[ \t]*+"
     r"(?=sudo[ \t]++(?:-[A-Za-z]*S|--stdin)|chpasswd|passwd[ \t]++--stdin"
     r"|[^\r\n|;&]{0,200}?--password-stdin)"
 )
@@ -30,6 +38,56 @@ def redact_piped(text: str) -> str:
     if "|" not in text or not any(word in text for word in _READERS):
         return text
     return _PIPED.sub(_redacted, text)
+
+
+# ``echo SECRET > PATH`` (``>>``): the path judged by ``_secret_file``
+_REDIRECTED = re.compile(
+    r"(?<![\w\-.])(?:echo|printf)"
+    + _ARGS % "<>"
+    + r"[ \t]*+>>?[ \t]*+(?P<path>[^\s;&|<>'\"]{1,256}+)"
+)
+# ``--password-file <(echo SECRET)`` (``=``): the flag judged by ``_secret_flag``
+_SUBSTITUTED = re.compile(
+    r"(?<![\w\-.])(?P<flag>-{1,2}[A-Za-z][\w.\-]{0,63}+)(?:=|[ \t]++)<\([ \t]*+(?:echo|printf)"
+    + _ARGS % "()"
+    + r"[ \t]*+\)"
+)
+# A file's or a flag's last words that say where a secret is (``--vault-password-file``)
+_WHERE = ("file", "path", "fd")
+
+
+def _secret_file(path: str) -> bool:
+    """Whether ``path`` names a file that holds a secret: its name, less its extension, is a
+    secret's (``.vault_pass``, ``db_password``, ``pw.txt``), or it is in a ``secrets`` folder."""
+    folder, _, name = path.rpartition("/")
+    if folder.rpartition("/")[2] == "secrets" and name:
+        return True
+    words = name_words(name.lstrip(".").partition(".")[0])
+    return bool(words) and (words[-1] in ("pw", "pwd", "pass") or is_secret_name("_".join(words)))
+
+
+def _secret_flag(text: str, m: re.Match[str]) -> bool:
+    """Whether the flag before ``<(…)`` asks for a file holding a secret (``sshpass -f``)."""
+    flag = m["flag"]
+    if flag == "-f":
+        line = max(text.rfind("\n", 0, m.start()) + 1, m.start() - 128)
+        return "sshpass" in text[line : m.start()]
+    words = name_words(flag)
+    while words and words[-1] in _WHERE:
+        words.pop()
+    return bool(words) and (words[-1] in ("pw", "pwd", "pass") or is_secret_name("_".join(words)))
+
+
+def redact_echoed(text: str) -> str:
+    """``text`` with the password each ``echo`` or ``printf`` writes to a file that holds one, or
+    gives through a process substitution where such a file is asked for, replaced."""
+    if "echo" not in text and "printf" not in text:
+        return text
+    if ">" in text:
+        text = _REDIRECTED.sub(lambda m: _redacted(m) if _secret_file(m["path"]) else m[0], text)
+    if "<(" in text:
+        text = _SUBSTITUTED.sub(lambda m: _redacted(m) if _secret_flag(text, m) else m[0], text)
+    return text
 
 
 def _redacted(m: re.Match[str]) -> str:
