@@ -9,6 +9,7 @@ import re
 
 from rules.redact_auth_params import digest_span
 from rules.redact_cjk import CJK_NAMES, cjk_value
+from rules.redact_declared import declared_value
 from rules.redact_flags import flag_value, names_a_command, redact_flags
 from rules.redact_idents import (
     CJK_STOP,
@@ -224,6 +225,7 @@ def _value_span(text: str, start: int, end: int) -> tuple[int, int, int] | None:
     m = (
         paired_value(text, start, end)
         or _ANNOTATED.match(text, end, reach)
+        or declared_value(text, name_start(text, start), end)  # before ``:`` takes ``::=``
         or _ASSIGNED.match(text, end, reach)
         or next_line_value(text, name_start(text, start), end)
         or env_value(text, name_start(text, start), end)
@@ -234,7 +236,8 @@ def _value_span(text: str, start: int, end: int) -> tuple[int, int, int] | None:
         m = _QUOTED_AFTER.match(text, end)
         if m is None and name.rpartition(".")[2].lower() in _PASSWORD_CALLS:
             m = _QUOTED_ARGUMENT.match(text, end)  # MySQL's ``= PASSWORD('…')``
-        if m is None and _NETRC_LOGIN.search(text, max(0, start - 300), start):
+        back = max(0, start - 300)  # ``login`` found first: the pattern's ``\b`` tries each place
+        if m is None and "login" in text[back:start] and _NETRC_LOGIN.search(text, back, start):
             m = _NETRC_VALUE.match(text, end)  # "login and password are …" holds no digit
             m = m if m is not None and LOOKS_SET.search(m["bare"]) else None
     if m is None:
