@@ -1,11 +1,13 @@
 """Passwords piped into the command that reads them, for ``rules.redact``: ``echo SECRET |
 sudo -S …``, ``echo SECRET | docker login -u me --password-stdin``, ``echo "bob:SECRET" |
-chpasswd``, ``printf '%s\\n' SECRET | passwd --stdin bob``. The secret is the last word ``echo``
-or ``printf`` prints; an echo piped anywhere else stays. So is one printed into a file whose name
-says it holds a password (``echo SECRET > ~/.vault_pass``, ``>> /run/secrets/db``) or given
-through a process substitution where such a file is asked for (``--vault-password-file <(echo
-SECRET)``, ``sshpass -f <(…)``). Linear: every part is bounded and anchored at an ``echo`` or a
-``printf``, or at a flag before ``<(``."""
+chpasswd``, ``printf '%s\\n' SECRET | passwd --stdin bob``, ``echo SECRET | gh secret set NAME``
+(a secret store's command), or given to one as a here-string (``chpasswd <<< "bob:SECRET"``).
+The secret is the last word ``echo`` or ``printf`` prints; an echo piped anywhere else stays. So
+is one printed into a file whose name says it holds a password (``echo SECRET > ~/.vault_pass``,
+``>> /run/secrets/db``) or given through a process substitution where such a file is asked for
+(``--vault-password-file <(echo SECRET)``, ``sshpass -f <(…)``). Linear: every part is bounded
+and anchored at an ``echo`` or a ``printf``, at a flag before ``<(``, or at what reads a
+here-string."""
 
 from __future__ import annotations
 
@@ -19,15 +21,29 @@ from rules.redact_shapes import REDACTED
 _ARGS = (
     r"(?P<args>(?:[ \t]++(?:'[^'\r\n]{0,256}'|\"[^\"\r\n]{0,256}\"|[^\s|;&'\"%s]{1,256})){1,4}+)"
 )
+# What reads a password or a secret from its input: ``sudo -S``, ``chpasswd``, ``passwd --stdin``,
+# and a secret store's command that sets one (``gh secret set NAME``, ``gcloud secrets create``,
+# ``wrangler secret put``, ``docker secret create``, ``kubectl create secret``, ``vercel env add``)
+_READS = (
+    r"(?:sudo[ \t]++(?:-[A-Za-z]*S|--stdin)|chpasswd|passwd[ \t]++--stdin"
+    r"|(?:gh|gcloud|wrangler|docker|podman|fly|flyctl|doppler|infisical)[ \t][^\r\n|;&<]{0,100}?"
+    r"(?<![\w\-.])secrets?[ \t]++(?:set|create|put|add|import|versions[ \t]++add)(?![\w\-.])"
+    r"|(?:kubectl|oc)[ \t][^\r\n|;&<]{0,100}?create[ \t]++secret(?![\w\-.])"
+    r"|vercel[ \t]++env[ \t]++add(?![\w\-.]))"
+)
 _PIPED = re.compile(
     r"(?<![\w\-.])(?:echo|printf)" + _ARGS % "" + r"[ \t]*+\|[ \t]*+"
-    r"(?=sudo[ \t]++(?:-[A-Za-z]*S|--stdin)|chpasswd|passwd[ \t]++--stdin"
-    r"|[^\r\n|;&]{0,200}?--password-stdin)"
+    r"(?=" + _READS + r"|[^\r\n|;&]{0,200}?--password-stdin)"
+)
+# ``chpasswd <<< "bob:SECRET"``, ``sudo -S … <<< 'SECRET'``: a here-string given to what reads one
+_HERE_STRING = re.compile(
+    r"(?<![\w\-.])" + _READS + r"[^\r\n|;&<]{0,200}?<<<[ \t]*+"
+    r"(?:'(?P<sq>[^'\r\n]{1,256})'|\"(?P<dq>[^\"\r\n]{1,256})\"|(?P<bare>[^\s;&|'\"]{1,256}))"
 )
 _LAST_WORD = re.compile(
     r"(?:'(?P<sq>[^'\r\n]{1,256})'|\"(?P<dq>[^\"\r\n]{1,256})\"|(?P<bare>\S{1,256}))\Z"
 )
-_READERS = ("sudo", "chpasswd", "passwd", "password-stdin")
+_READERS = ("sudo", "chpasswd", "passwd", "password-stdin", "secret", "vercel")
 # a variable, a command's output or a CI template (``${{ secrets.PAT }}``): a name, no secret
 _REFERENCES = ("$", "`", "{{", "}}")
 
@@ -35,9 +51,19 @@ _REFERENCES = ("$", "`", "{{", "}}")
 def redact_piped(text: str) -> str:
     """``text`` with the password each ``echo`` or ``printf`` pipes into a command that reads
     one replaced by REDACTED."""
-    if "|" not in text or not any(word in text for word in _READERS):
+    if not any(word in text for word in _READERS):
         return text
-    return _PIPED.sub(_redacted, text)
+    if "|" in text:
+        text = _PIPED.sub(_redacted, text)
+    return _HERE_STRING.sub(_here_string, text) if "<<<" in text else text
+
+
+def _here_string(m: re.Match[str]) -> str:
+    group = next(g for g in ("sq", "dq", "bare") if m[g] is not None)
+    if m[group] == REDACTED or any(mark in m[group] for mark in _REFERENCES):
+        return m[0]
+    start, end = m.start(group) - m.start(), m.end(group) - m.start()
+    return m[0][:start] + REDACTED + m[0][end:]
 
 
 # ``echo SECRET > PATH`` (``>>``): the path judged by ``_secret_file``
