@@ -38,6 +38,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from rules.redact_clients import CLIENTS
 from rules.redact_literals import from_literals
 from rules.redact_names import is_secret_name
 from rules.redact_references import names_where_kept
@@ -314,6 +315,7 @@ _COMMANDS: tuple[tuple[str, re.Pattern[str], Reader], ...] = (
         ),
         either(flag_reader("-p"), flag_reader("<<<")),  # ``--password-stdin <<< SECRET`` too
     ),
+    *CLIENTS,  # package managers, .NET's user secrets, macOS' keychain, unrar, nmcli, SNMP
 )
 
 
