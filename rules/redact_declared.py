@@ -8,7 +8,13 @@ from __future__ import annotations
 
 import re
 
-_QUOTED = r"""(?:"(?P<dq>[^"\\\r\n]{1,512}+)"|'(?P<sq>[^'\\\r\n]{1,512}+)')"""
+from rules.redact_yaml_blocks import line_start
+
+# (its quotes escaped too: a file's text inside a tool call's JSON arguments)
+_QUOTED = (
+    r"""(?:"(?P<dq>[^"\\\r\n]{1,512}+)"|'(?P<sq>[^'\\\r\n]{1,512}+)'"""
+    r"""|\\{1,7}"(?P<edq>[^"\\\r\n]{1,512}+)\\{1,7}"|\\{1,7}'(?P<esq>[^'\\\r\n]{1,512}+)\\{1,7}')"""
+)
 # A type, then `` = `` and a quoted literal: Rust's reference type (a lifetime, ``mut``, a path,
 # generics), or a type word after a blank with no colon (Go)
 _TYPED = re.compile(
@@ -18,7 +24,7 @@ _TYPED = re.compile(
 )
 _DEFINE_LEAD = re.compile(r"[ \t]*+#[ \t]*+define[ \t]++")
 _DEFINED = re.compile(
-    r"[ \t]++(?:" + _QUOTED + r"|(?P<bare>[^\s\"'/\\]{1,512}+))[ \t]*+(?=//|/\*|$)", re.M
+    r"[ \t]++(?:" + _QUOTED + r"|(?P<bare>[^\s\"'/\\]{1,512}+))[ \t]*+(?=//|/\*|$|\\[rn])", re.M
 )
 # make's assignments that ``=`` is no part of on its own
 _MAKE = re.compile(
@@ -28,12 +34,10 @@ _MAKE_LEAD = re.compile(r"[ \t]*+(?:(?:export|override)[ \t]++)?")
 
 
 def _line_lead(text: str, name_at: int) -> tuple[int, int] | None:
-    """Where the line holding the name at ``name_at`` starts, and the name; None when the name is
-    more than 64 characters from it."""
-    start = text.rfind("\n", max(0, name_at - 64), name_at) + 1
-    if start == 0 and name_at > 64:
-        return None
-    return start, name_at
+    """Where the line holding the name at ``name_at`` starts (after a line break, or an escaped
+    one in a JSON text), and the name; None when the name is more than 64 characters from it."""
+    start = line_start(text, name_at)
+    return None if start is None else (start, name_at)
 
 
 def declared_value(text: str, name_at: int, end: int) -> re.Match[str] | None:

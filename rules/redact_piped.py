@@ -16,10 +16,12 @@ import re
 from rules.redact_names import is_secret_name, name_words
 from rules.redact_shapes import REDACTED
 
-# What ``echo`` or ``printf`` prints: up to four words, quoted or bare (a bare one ends also at
-# the characters given)
+# What ``echo`` or ``printf`` prints: up to four words, quoted (escaped too: a command inside a
+# tool call's JSON arguments, ``echo \\"SECRET\\"``) or bare (ending also at the characters given)
 _ARGS = (
-    r"(?P<args>(?:[ \t]++(?:'[^'\r\n]{0,256}'|\"[^\"\r\n]{0,256}\"|[^\s|;&'\"%s]{1,256})){1,4}+)"
+    r"(?P<args>(?:[ \t]++(?:'[^'\r\n]{0,256}'|\"[^\"\r\n]{0,256}\""
+    r"|\\{1,7}\"[^\"\\\r\n]{0,256}\\{1,7}\"|\\{1,7}'[^'\\\r\n]{0,256}\\{1,7}'"
+    r"|[^\s|;&'\"%s]{1,256})){1,4}+)"
 )
 # What reads a password or a secret from its input: ``sudo -S``, ``chpasswd``, ``passwd --stdin``,
 # and a secret store's command that sets one (``gh secret set NAME``, ``gcloud secrets create``,
@@ -35,14 +37,18 @@ _PIPED = re.compile(
     r"(?<![\w\-.])(?:echo|printf)" + _ARGS % "" + r"[ \t]*+\|[ \t]*+"
     r"(?=" + _READS + r"|[^\r\n|;&]{0,200}?--password-stdin)"
 )
+# The last word echoed, or a here-string: quoted (escaped too) or bare
+_QUOTED_WORD = (
+    r"'(?P<sq>[^'\r\n]{1,256})'|\"(?P<dq>[^\"\r\n]{1,256})\""
+    r"|\\{1,7}\"(?P<edq>[^\"\\\r\n]{1,256})\\{1,7}\"|\\{1,7}'(?P<esq>[^'\\\r\n]{1,256})\\{1,7}'"
+)
+_GROUPS = ("sq", "dq", "edq", "esq", "bare")
 # ``chpasswd <<< "bob:SECRET"``, ``sudo -S … <<< 'SECRET'``: a here-string given to what reads one
 _HERE_STRING = re.compile(
     r"(?<![\w\-.])" + _READS + r"[^\r\n|;&<]{0,200}?<<<[ \t]*+"
-    r"(?:'(?P<sq>[^'\r\n]{1,256})'|\"(?P<dq>[^\"\r\n]{1,256})\"|(?P<bare>[^\s;&|'\"]{1,256}))"
+    r"(?:" + _QUOTED_WORD + r"|(?P<bare>[^\s;&|'\"\\][^\s;&|'\"]{0,255}))"
 )
-_LAST_WORD = re.compile(
-    r"(?:'(?P<sq>[^'\r\n]{1,256})'|\"(?P<dq>[^\"\r\n]{1,256})\"|(?P<bare>\S{1,256}))\Z"
-)
+_LAST_WORD = re.compile(r"(?:" + _QUOTED_WORD + r"|(?P<bare>\S{1,256}))\Z")
 _READERS = ("sudo", "chpasswd", "passwd", "password-stdin", "secret", "vercel")
 # a variable, a command's output or a CI template (``${{ secrets.PAT }}``): a name, no secret
 _REFERENCES = ("$", "`", "{{", "}}")
@@ -59,7 +65,7 @@ def redact_piped(text: str) -> str:
 
 
 def _here_string(m: re.Match[str]) -> str:
-    group = next(g for g in ("sq", "dq", "bare") if m[g] is not None)
+    group = next(g for g in _GROUPS if m[g] is not None)
     if m[group] == REDACTED or any(mark in m[group] for mark in _REFERENCES):
         return m[0]
     start, end = m.start(group) - m.start(), m.end(group) - m.start()
@@ -121,7 +127,7 @@ def _redacted(m: re.Match[str]) -> str:
     last = _LAST_WORD.search(args)
     if last is None:
         return m[0]
-    group = next(g for g in ("sq", "dq", "bare") if last[g] is not None)
+    group = next(g for g in _GROUPS if last[g] is not None)
     if last[group] == REDACTED or any(mark in args for mark in _REFERENCES):
         return m[0]  # redacted already, or what names a secret kept elsewhere
     start = m.start("args") - m.start() + last.start(group)

@@ -51,34 +51,51 @@ def block_span(text: str, name_at: int, after: int) -> tuple[int, int, int]:
 
 # After a name that ends its line with a colon: one word (or one quoted value) alone on the next
 # line. Its first character is none that starts a mapping's or a list's line, a comment, a flow
-# collection, an anchor, an alias or a tag.
+# collection, an anchor, an alias or a tag. Line breaks may be escaped, and quotes too (a file's
+# text inside a tool call's JSON arguments), and the value may end the JSON string.
 _NEXT_LINE = re.compile(
-    r"""["']?[ \t]*+:[ \t]*+\r?\n(?P<indent>[ \t]{1,64}+)"""
-    r"""(?:'(?P<sq>[^'\r\n]{1,512}+)'|"(?P<dq>[^"\r\n]{1,512}+)"|"""
-    r"""(?P<bare>[^\s#'"\-{}\[\]|>&*!%@`?,][^\s]{0,1023}+))[ \t]*+(?=\r?\n|\Z)"""
+    r"""\\?["']?[ \t]*+:[ \t]*+(?:\r?\n|\\r\\n|\\n)(?P<indent>[ \t]{1,64}+)"""
+    r"""(?:'(?P<sq>[^'\\\r\n]{1,512}+)'|"(?P<dq>[^"\\\r\n]{1,512}+)"|"""
+    r"""\\{1,7}"(?P<edq>[^"\\\r\n]{1,512}+)\\{1,7}"|\\{1,7}'(?P<esq>[^'\\\r\n]{1,512}+)\\{1,7}'"""
+    r"""|(?P<bare>[^\s#'"\-{}\[\]|>&*!%@`?,\\][^\s"\\]{0,1023}+))"""
+    r"""[ \t]*+(?=\r?\n|\\r\\n|\\n|\Z|\\?")"""
 )
+_BREAK_AT = re.compile(r"(?:\r?\n|\\r\\n|\\n)++")  # one line break or more (blank lines)
 # What may stand before the name on its line: blanks, a list item's dash, a quote
-_LINE_LEAD = re.compile(r"""[ \t]*+(?:-[ \t]++)?["']?""")
+_LINE_LEAD = re.compile(r"""[ \t]*+(?:-[ \t]++)?\\?["']?""")
 
 
 def next_line_value(text: str, name_at: int, after: int) -> re.Match[str] | None:
     """The value alone on the line below the name ``text[name_at:after]`` that ends its line with
     a colon (a YAML mapping's key), indented deeper than the name, with no deeper line after it
     (lines that go on are a mapping, a list or prose: no one value); None when there is none."""
-    line_start = text.rfind("\n", max(0, name_at - 64), name_at) + 1
-    if not line_start and name_at > 64:
-        return None  # the name is not near its line's start
-    lead = _LINE_LEAD.match(text, line_start, name_at)
+    start = line_start(text, name_at)
+    if start is None:
+        return None
+    lead = _LINE_LEAD.match(text, start, name_at)
     if lead is None or lead.end() != name_at:
         return None
     m = _NEXT_LINE.match(text, after)
-    if m is None or len(m["indent"]) <= _indent(text, line_start, name_at):
+    if m is None or len(m["indent"]) <= _indent(text, start, name_at):
         return None
     if m["bare"] is not None and m["bare"].endswith(":"):
         return None  # a mapping's key
-    nxt = m.end() + (text.startswith("\r", m.end())) + 1
-    while nxt < len(text) and text[nxt] in "\r\n":  # blank lines
-        nxt += 1
-    if nxt < len(text) and _indent(text, nxt, min(len(text), nxt + 64)) >= len(m["indent"]):
+    breaks = _BREAK_AT.match(text, m.end())
+    nxt = m.end() if breaks is None else breaks.end()
+    if breaks is not None and _indent(text, nxt, min(len(text), nxt + 64)) >= len(m["indent"]):
         return None  # the value goes on below: several lines, judged no further
     return m
+
+
+def line_start(text: str, at: int, reach: int = 64) -> int | None:
+    """Where the line holding ``at`` starts: after a line break, an escaped one (``\\n`` in a
+    JSON text) or the quote that opens a JSON string (its first line); None when that is more
+    than ``reach`` characters back."""
+    back = max(0, at - reach)
+    real, escaped = text.rfind("\n", back, at), text.rfind("\\n", back, at)
+    quote = text.rfind('"', back, at)
+    if quote > 0 and text[quote - 1] == "\\":
+        quote = -1  # an escaped quote: inside the string
+    if real < 0 and escaped < 0 and quote < 0:
+        return None if at > reach else 0
+    return max(real + 1, escaped + 2 if escaped >= 0 else 0, quote + 1)

@@ -5,6 +5,8 @@ Each beside what looks like it and must stay."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from rules.redact import REDACTED, redact_text
@@ -136,3 +138,27 @@ def test_digest_authorization_parameters_go() -> None:
     assert out.endswith('"') and redact_text(out) == out
     challenge = 'WWW-Authenticate: Digest realm="x", qop="auth", nonce="dcd98b7102dd2f0e8b11d0f6"'
     assert redact_text(challenge) == challenge
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"db:\n  password:\n    {PW}\n  user: bob\n",
+        f'chpasswd <<< "bob:{PW}"',
+        f'sudo -S true <<< "{PW}"',
+        f'echo "{PW}" > ~/.vault_pass',
+        f'ansible-playbook x.yml --vault-password-file <(echo "{PW}")',
+        f'printf "{PW}" | gh secret set DB_PASSWORD',
+        f'echo "{PW}" | docker login -u bob --password-stdin',
+        f'echo "{PW}" | sudo -S true',
+        f'#define API_TOKEN "{PW}abcdef"\n',
+        f'const API_KEY: &str = "{PW}abcdef";',
+        f'DB_PASSWORD ?= "{PW}"\n',
+    ],
+)
+def test_forms_inside_a_json_string_go(text: str) -> None:
+    """A tool call's arguments are a JSON text: its quotes and line breaks are escaped."""
+    encoded = json.dumps({"command": text})
+    out = redact_text(encoded)
+    assert PW not in out, out
+    assert json.loads(out)["command"].count(REDACTED) == 1, out
