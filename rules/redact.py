@@ -73,7 +73,7 @@ _MEMO_MAX_TEXT = 16_000
 
 def _redact_text(text: str) -> str:
     # first a JSON text's strings, decoded: the patterns read on what they left (escaped)
-    text = redact_json_text(text, redact)
+    text = redact_json_text(text, redact_text)
     text = redact_escaped_keys(redact_key_shapes(redact_private_keys(redact_secret_data(text))))
     text = redact_piped(redact_pgpass(redact_directives(text)))
     text = redact_call_credentials(redact_echoed(text))

@@ -16,8 +16,9 @@ from typing import Any
 _MAX_CHARS = 1_000_000
 
 
-def redact_json_text(text: str, redact_value: Callable[[Any], Any]) -> str:
-    """``text`` with the secrets its decoded strings hold replaced, when it is a JSON object or
+def redact_json_text(text: str, redact_text: Callable[[str], str]) -> str:
+    """``text`` with the secrets its decoded strings hold replaced (each read as a text, by
+    ``redact_text``: a field's name is judged as the text judges it), when it is a JSON object or
     array holding an escape; else ``text``."""
     if len(text) > _MAX_CHARS or "\\" not in text:
         return text
@@ -26,7 +27,7 @@ def redact_json_text(text: str, redact_value: Callable[[Any], Any]) -> str:
         return text
     try:
         value = json.loads(text)
-        out = redact_value(value)
+        out = _strings(value, redact_text)
     except (ValueError, RecursionError):  # no JSON, or nested past what can be walked
         return text
     if out == value:
@@ -41,6 +42,17 @@ def redact_json_text(text: str, redact_value: Callable[[Any], Any]) -> str:
             return _dumped(text, out)
         text = text.replace(written, _encode(new, ascii_only="\\u" in written))
     return text
+
+
+def _strings(value: Any, redact_text: Callable[[str], str]) -> Any:
+    """``value`` with its strings, and its objects' keys, redacted as texts."""
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, dict):
+        return {redact_text(k): _strings(v, redact_text) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_strings(v, redact_text) for v in value]
+    return value
 
 
 def _changed(old: Any, new: Any) -> Iterator[tuple[str, str | None]]:
