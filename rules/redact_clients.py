@@ -2,9 +2,11 @@
 managers' repository credentials (``poetry config http-basic.REPO USER SECRET``, ``pypi-token.…``,
 ``composer config http-basic.HOST USER SECRET``, ``github-oauth.…``, ``cargo login TOKEN``),
 ``dotnet user-secrets set KEY SECRET``, macOS' ``security add-generic-password … -w SECRET``,
-``unrar x -pSECRET``, NetworkManager's ``nmcli … password SECRET`` (``wifi-sec.psk SECRET``) and
-SNMP's community and pass phrases (``snmpwalk -c SECRET``, ``-A``, ``-X``). Each reads the words
-of its command once, as the table's readers do."""
+logins given their token (``wandb login KEY``, ``ngrok authtoken TOKEN``, ``snyk auth TOKEN``,
+``cf auth USER SECRET``, ``codecov -t TOKEN``), ``unrar x -pSECRET``, NetworkManager's ``nmcli
+… password SECRET`` (``wifi-sec.psk SECRET``) and SNMP's community and pass phrases (``snmpwalk
+-c SECRET``, ``-A``, ``-X``). Each reads the words of its command once, as the table's readers
+do."""
 
 from __future__ import annotations
 
@@ -101,6 +103,17 @@ CLIENTS: tuple[tuple[str, re.Pattern[str], Reader], ...] = (
         command_named(r"security[ \t]++add-(?:generic|internet)-password", "security"),
         flag_reader("-w"),
     ),
+    # logins given their token (``wandb login KEY``, ``ngrok config add-authtoken TOKEN``, ``snyk
+    # auth TOKEN``, ``cf auth USER SECRET``, ``codecov -t TOKEN``)
+    ("wandb login", command_named(r"wandb[ \t]++login", "wandb"), _operand(0)),
+    (
+        "authtoken",
+        command_named(r"ngrok[ \t]++(?:config[ \t]++add-)?authtoken", "ngrok"),
+        _operand(0),
+    ),
+    ("snyk auth", command_named(r"snyk[ \t]++auth", "snyk"), _operand(0)),
+    ("cf auth", command_named(r"cf[ \t]++auth", "cf"), _operand(1)),
+    ("codecov", named_command("codecov"), flag_reader("-t", "--token")),
     ("rar ", named_command("unrar|rar"), _unrar),  # "rar" alone is in "library"
     ("nmcli", named_command("nmcli"), _nmcli),
     (

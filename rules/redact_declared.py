@@ -1,8 +1,10 @@
 """A secret's name declared with its value in forms the ``=`` and ``:`` net misses, for
 ``rules.redact_triggers``: a type between the name and its ``=`` (Rust's ``const API_KEY: &str =
 "…"``, ``&'static str``; Go's ``const apiKey string = "…"``), C's ``#define API_TOKEN "…"``, and
-make's ``?=``, ``::=`` and ``+=`` (``DB_PASSWORD ?= …``). Every pattern is anchored after the
-name and bounded, and a name's line is read 64 characters back at most: linear."""
+make's ``?=``, ``::=`` and ``+=`` (``DB_PASSWORD ?= …``), and a command that sets a name to
+its next word (``netlify env:set API_SECRET …``, ``setx API_TOKEN …``). Every pattern is
+anchored after the name and bounded, and a name's line is read 64 characters back at most:
+linear."""
 
 from __future__ import annotations
 
@@ -31,6 +33,15 @@ _MAKE = re.compile(
     r"""[ \t]*+(?P<op>\?=|:{2,3}=|\+=)[ \t]*+(?:""" + _QUOTED + r"""|(?P<bare>[^\s"'#]{1,512}+))"""
 )
 _MAKE_LEAD = re.compile(r"[ \t]*+(?:(?:export|override)[ \t]++)?")
+# A command that sets a variable or a secret by its name and value as two words (``netlify
+# env:set NAME VALUE``, ``doppler secrets set NAME VALUE``, Windows' ``setx NAME VALUE``)
+_SET_LEAD = re.compile(
+    r"(?:(?<![\w\-.])setx|env:set|(?<![\w\-.])(?:secrets?|env|config)[ \t]++set)[ \t]++\Z"
+)
+# (not an option, a redirection or a pipe: ``gh secret set NAME --body …``, ``… < file``)
+_SET_VALUE = re.compile(
+    r"[ \t]++(?:" + _QUOTED + r"|(?P<bare>[^\s\"'\\\-<>|;&][^\s\"'\\]{0,511}+))"
+)
 
 
 def _line_lead(text: str, name_at: int) -> tuple[int, int] | None:
@@ -49,6 +60,8 @@ def declared_value(text: str, name_at: int, end: int) -> re.Match[str] | None:
     lead = _line_lead(text, name_at)
     if lead is None:
         return None
+    if _SET_LEAD.search(text, *lead) is not None:
+        return _SET_VALUE.match(text, end)
     define = _DEFINE_LEAD.match(text, *lead)
     if define is not None and define.end() == name_at:
         return _DEFINED.match(text, end)

@@ -333,6 +333,21 @@ SECRETS = [
         [PW],
         ["snmpwalk -v2c -c", "10.0.0.1 system", "-x AES"],
     ),
+    case(
+        "command-line logins given their token",
+        "wandb login " + HEX32 + "00aa11bb\nngrok config add-authtoken 2Nd8PqR4sT6vW8yZ0aB3cD5eF7g_"
+        + TOK + "\nngrok authtoken " + TOK + "n\nsnyk auth " + UUID + "\ncf auth admin " + PW
+        + "\ncodecov -t " + TOK + "c -f coverage.xml\n",
+        [HEX32, TOK, UUID, PW],
+        ["ngrok config add-authtoken", "cf auth admin", "-f coverage.xml"],
+    ),
+    case(
+        "a secret's name and its value set from a command line",
+        "netlify env:set API_SECRET " + TOK + "\ndoppler secrets set DB_PASSWORD " + PW
+        + " --project app\nsetx API_TOKEN " + TOK + "x\n",
+        [TOK, PW],
+        ["netlify env:set API_SECRET", "--project app", "setx API_TOKEN"],
+    ),
 ]
 
 LOOKALIKES = [
@@ -378,6 +393,8 @@ LOOKALIKES = [
     case("macOS keychain lookup", "security find-generic-password -s svc -w\n", []),
     case("nmcli listing", "nmcli dev wifi list\nnmcli -f wifi-sec.psk con show HomeNet\n", []),
     case("SNMP with a default port", "snmpwalk -v2c -c public 10.0.0.1\n", ["snmpwalk -v2c -c"]),
+    case("logins with no token", "wandb login\nngrok config check\nsnyk auth\ncf auth\n", []),
+    case("a setting of no secret", "netlify env:set NODE_VERSION 20\nsetx PATH C:\\bin\n", []),
 ]
 
 ADVERSARIAL = [
