@@ -18,10 +18,11 @@ _QUOTED = (
     r"""|\\{1,7}"(?P<edq>[^"\\\r\n]{1,512}+)\\{1,7}"|\\{1,7}'(?P<esq>[^'\\\r\n]{1,512}+)\\{1,7}')"""
 )
 # A type, then `` = `` and a quoted literal: Rust's reference type (a lifetime, ``mut``, a path,
-# generics), or a type word after a blank with no colon (Go)
+# generics), or Go's string type after a blank with no colon (a word there is prose's: "the
+# password field = …")
 _TYPED = re.compile(
     r"""(?:[ \t]*+:[ \t]*+&(?:'[a-z_]{1,16}+[ \t]++)?(?:mut[ \t]++)?[A-Za-z_][\w:]{0,63}+"""
-    r"""(?:<[^>\r\n]{0,64}+>)?|[ \t]++[A-Za-z_][\w.]{0,63}+)[ \t]*+=(?!=)[ \t]*+"""
+    r"""(?:<[^>\r\n]{0,64}+>)?|[ \t]++(?:string|String|\[\]byte))[ \t]*+=(?!=)[ \t]*+"""
     + _QUOTED
 )
 _DEFINE_LEAD = re.compile(r"[ \t]*+#[ \t]*+define[ \t]++")

@@ -84,18 +84,25 @@ _SUBSTITUTED = re.compile(
     + _ARGS % "()"
     + r"[ \t]*+\)"
 )
+# A file's name's last word that says it holds a secret, and the extensions of such a file
+_SECRET_WORDS = frozenset(
+    {"pw", "pwd", "pass", "passwd", "password", "passphrase", "secret", "token", "apikey", "key"}
+)
+_TEXT_EXTENSIONS = frozenset({"", "txt", "pass", "pw", "key", "secret", "token"})
 # A file's or a flag's last words that say where a secret is (``--vault-password-file``)
 _WHERE = ("file", "path", "fd")
 
 
 def _secret_file(path: str) -> bool:
-    """Whether ``path`` names a file that holds a secret: its name, less its extension, is a
-    secret's (``.vault_pass``, ``db_password``, ``pw.txt``), or it is in a ``secrets`` folder."""
+    """Whether ``path`` names a file that holds a secret: its name ends in a secret's word
+    (``.vault_pass``, ``db_password``, ``pw.txt``) with no extension but a text's, or it is in a
+    ``secrets`` folder (``password_utils.py``, ``secrets.json`` are code and data)."""
     folder, _, name = path.rpartition("/")
     if folder.rpartition("/")[2] == "secrets" and name:
         return True
-    words = name_words(name.lstrip(".").partition(".")[0])
-    return bool(words) and (words[-1] in ("pw", "pwd", "pass") or is_secret_name("_".join(words)))
+    stem, _, extension = name.lstrip(".").partition(".")
+    words = name_words(stem)
+    return extension in _TEXT_EXTENSIONS and bool(words) and words[-1] in _SECRET_WORDS
 
 
 def _secret_flag(text: str, m: re.Match[str]) -> bool:

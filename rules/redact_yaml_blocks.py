@@ -5,7 +5,7 @@ stays, and so does a block with no line, a placeholder or a reference (``${GITHU
 Linear: the block's lines are read once, and the scan goes on after them.
 
 Also a plain or quoted scalar alone on the line below its name (``password:`` ending its line,
-then ``  hunter2``): ``next_line_value``."""
+then ``  hunter2``; a bare one holding a digit or a sign): ``next_line_value``."""
 
 from __future__ import annotations
 
@@ -61,6 +61,8 @@ _NEXT_LINE = re.compile(
     r"""[ \t]*+(?=\r?\n|\\r\\n|\\n|\Z|\\?")"""
 )
 _BREAK_AT = re.compile(r"(?:\r?\n|\\r\\n|\\n)++")  # one line break or more (blank lines)
+# What a bare value alone on its line holds to be taken for a secret: a digit or a sign
+_SET = re.compile(r"[0-9!@#$%^&*_+=~]")
 # What may stand before the name on its line: blanks, a list item's dash, a quote
 _LINE_LEAD = re.compile(r"""[ \t]*+(?:-[ \t]++)?\\?["']?""")
 
@@ -78,8 +80,8 @@ def next_line_value(text: str, name_at: int, after: int) -> re.Match[str] | None
     m = _NEXT_LINE.match(text, after)
     if m is None or len(m["indent"]) <= _indent(text, start, name_at):
         return None
-    if m["bare"] is not None and m["bare"].endswith(":"):
-        return None  # a mapping's key
+    if m["bare"] is not None and (m["bare"].endswith(":") or not _SET.search(m["bare"])):
+        return None  # a mapping's key; a word (a docstring's type, ``required``)
     breaks = _BREAK_AT.match(text, m.end())
     nxt = m.end() if breaks is None else breaks.end()
     if breaks is not None and _indent(text, nxt, min(len(text), nxt + 64)) >= len(m["indent"]):

@@ -395,6 +395,18 @@ LOOKALIKES = [
     case("SNMP with a default port", "snmpwalk -v2c -c public 10.0.0.1\n", ["snmpwalk -v2c -c"]),
     case("logins with no token", "wandb login\nngrok config check\nsnyk auth\ncf auth\n", []),
     case("a setting of no secret", "netlify env:set NODE_VERSION 20\nsetx PATH C:\\bin\n", []),
+    case(
+        "a docstring's arguments and types",
+        "    Args:\n        password:\n            str\n        token:\n            Optional\n"
+        "- password:\n    required\n",
+        [],
+    ),
+    case(
+        "code and data echoed into files named for secrets",
+        "echo \"import os\" > password_utils.py\necho '{}' > secrets.json\n",
+        [],
+    ),
+    case("prose with an equals sign", "the password field = 'abc' in the form\n", []),
 ]
 
 ADVERSARIAL = [
