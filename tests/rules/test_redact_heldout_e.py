@@ -348,6 +348,13 @@ SECRETS = [
         [TOK, PW],
         ["netlify env:set API_SECRET", "--project app", "setx API_TOKEN"],
     ),
+    case(
+        "a secret created from its name and value flags",
+        "eas secret:create --scope project --name API_KEY --value " + TOK + " --type string\n"
+        "aws ssm put-parameter --name DB_PASSWORD --type SecureString --value '" + PW + "'\n",
+        [TOK, PW],
+        ["--name API_KEY --value", "--type string"],
+    ),
 ]
 
 LOOKALIKES = [
