@@ -117,11 +117,14 @@ _BASIC_VALUE = re.compile(r"[ \t]+(?P<cred>[A-Za-z0-9+/]{4,}={0,2})(?![\w+/=])")
 _QUOTED_AFTER = re.compile(
     r"""[ \t]++(?:'(?P<sq>[^'\\\r\n]{1,256})'|"(?P<dq>[^"\\\r\n]{1,256})")"""
 )
-# What takes a password as its one argument: MySQL's ``SET PASSWORD … = PASSWORD('…')`` (and
-# ``OLD_PASSWORD``), Django's ``user.set_password('…')`` and ``check_password('…')``
-_PASSWORD_CALLS = frozenset({"password", "old_password", "set_password", "check_password"})
+# What takes a password as its last argument: MySQL's ``SET PASSWORD … = PASSWORD('…')`` (and
+# ``OLD_PASSWORD``), Django's ``user.set_password('…')`` and ``check_password('…')``, MongoDB's
+# ``db.changeUserPassword("app", "…")``, keyring's ``set_password("svc", "bob", "…")`` (up to two
+# arguments before it: a user's name, a service's; ``get_password("svc", "bob")`` asks for one)
+_PASSWORD_CALLS = re.compile(r"(?:old_|check_|(?:set|change|update|reset)_?(?:user_?)?)?password")
 _QUOTED_ARGUMENT = re.compile(
-    r"""\([ \t]*+(?:'(?P<sq>[^'\\\r\n]{1,256})'|"(?P<dq>[^"\\\r\n]{1,256})")[ \t]*+\)"""
+    r"""\([ \t]*+(?:(?:'[^'\\\r\n]{0,256}'|"[^"\\\r\n]{0,256}"|[\w.]{1,64})[ \t]*+,[ \t]*+){0,2}"""
+    r"""(?:'(?P<sq>[^'\\\r\n]{1,256})'|"(?P<dq>[^"\\\r\n]{1,256})")[ \t]*+\)"""
 )
 _IDENTIFIED_BY = re.compile(
     r"""(?i:[ \t]++(?:with[ \t]++\w{1,64}[ \t]++)?by[ \t]++(?:password[ \t]++)?)"""
@@ -234,7 +237,7 @@ def _value_span(text: str, start: int, end: int) -> tuple[int, int, int] | None:
         m = flag_value(text, start, end)  # a command line's ``--password X``
     if m is None and needed == 1:
         m = _QUOTED_AFTER.match(text, end)
-        if m is None and name.rpartition(".")[2].lower() in _PASSWORD_CALLS:
+        if m is None and _PASSWORD_CALLS.fullmatch(name.rpartition(".")[2].lower()):
             m = _QUOTED_ARGUMENT.match(text, end)  # MySQL's ``= PASSWORD('…')``
         back = max(0, start - 300)  # ``login`` found first: the pattern's ``\b`` tries each place
         if m is None and "login" in text[back:start] and _NETRC_LOGIN.search(text, back, start):

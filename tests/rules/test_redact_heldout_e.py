@@ -355,6 +355,13 @@ SECRETS = [
         [TOK, PW],
         ["--name API_KEY --value", "--type string"],
     ),
+    case(
+        "a password given to what changes or stores it",
+        'db.changeUserPassword("app", "' + PW + '")\nkeyring.set_password("svc", "bob", "' + PW
+        + '2")\nuser.setPassword("' + PW + '3");\n',
+        [PW],
+        ['db.changeUserPassword("app", ', 'keyring.set_password("svc", "bob", '],
+    ),
 ]
 
 LOOKALIKES = [
@@ -414,6 +421,11 @@ LOOKALIKES = [
         [],
     ),
     case("prose with an equals sign", "the password field = 'abc' in the form\n", []),
+    case(
+        "a password asked for or checked from variables",
+        'keyring.get_password("svc", "bob")\ncheck_password(raw, user.password)\n',
+        [],
+    ),
 ]
 
 ADVERSARIAL = [
