@@ -47,7 +47,12 @@ from rules.redact_names import is_secret_name as is_secret_name
 from rules.redact_names import is_secret_value as is_secret_value
 from rules.redact_objects import redact_secret_objects
 from rules.redact_pgpass import redact_pgpass
-from rules.redact_piped import redact_echoed, redact_piped, redact_secure_strings
+from rules.redact_piped import (
+    redact_echoed,
+    redact_expected,
+    redact_piped,
+    redact_secure_strings,
+)
 from rules.redact_results import printing_calls, redact_printed
 from rules.redact_shapes import REDACTED as REDACTED  # the marker, imported from here too
 from rules.redact_shapes import redact_key_shapes
@@ -76,7 +81,7 @@ def _redact_text(text: str) -> str:
     text = redact_json_text(text, redact_text)
     text = redact_escaped_keys(redact_key_shapes(redact_private_keys(redact_secret_data(text))))
     text = redact_piped(redact_pgpass(redact_directives(text)))
-    text = redact_call_credentials(redact_echoed(text))
+    text = redact_call_credentials(redact_expected(redact_echoed(text)))
     text = redact_secret_objects(text)  # before the names' values: an object opens no value
     text = redact_secret_columns(redact_xml_pairs(text))
     # last: its quotes may hold another rule's text ("'… curl -b 'sid=…' …")

@@ -142,6 +142,30 @@ def _redacted(m: re.Match[str]) -> str:
     return m[0][:start] + REDACTED + m[0][end:]
 
 
+# An expect script's answer to a password's prompt: ``expect "Password:"`` then ``send "SECRET\\r"``
+# (on the next line, or in the braces after the pattern); also ``exp_send``
+_EXPECTED = re.compile(
+    r"expect[ \t]++(?:-[a-z]{1,8}[ \t]++)*+\"[^\"\r\n]{0,64}?(?i:p?ass(?:word|phrase|wd)?|pin)\b"
+    r"[^\"\r\n]{0,64}\"[^\r\n\"]{0,64}?(?:\r?\n[ \t]*+)?(?:exp_)?send[ \t]++(?:--[ \t]++)?"
+    r"\"(?P<dq>[^\"\\\r\n]{1,256}?)(?:\\[rn])?\""
+)
+
+
+def redact_expected(text: str) -> str:
+    """``text`` with what an expect script sends to a password's prompt replaced (a variable,
+    ``$pw``, is no secret and stays)."""
+    if "send" not in text or "expect" not in text:
+        return text
+    return _EXPECTED.sub(_expected_redacted, text)
+
+
+def _expected_redacted(m: re.Match[str]) -> str:
+    if m["dq"].startswith(("$", REDACTED)):
+        return m[0]
+    start, end = m.start("dq") - m.start(), m.end("dq") - m.start()
+    return m[0][:start] + REDACTED + m[0][end:]
+
+
 # PowerShell's ``ConvertTo-SecureString 'SECRET' -AsPlainText`` (or ``-String 'SECRET'``): the
 # plain text a secure string is made of
 _SECURE_STRING = re.compile(

@@ -71,30 +71,39 @@ SECRETS = [
     ),
     case(
         "a .env with export and quotes",
-        "export DATABASE_PASSWORD=\"" + PW + "\"\nexport STRIPE_SECRET_KEY='sk_live_"
-        "51HqLyjWDarjtT1zdp7dcXYZ0123456789abcdefABCDEF'\nexport REDIS_HOST=\"cache\"\n",
+        'export DATABASE_PASSWORD="' + PW + "\"\nexport STRIPE_SECRET_KEY='sk_live_"
+        '51HqLyjWDarjtT1zdp7dcXYZ0123456789abcdefABCDEF\'\nexport REDIS_HOST="cache"\n',
         [PW, "51HqLyjWDarjtT1zdp7dc"],
         ['export REDIS_HOST="cache"'],
     ),
     case(
         "keytool's store and key passwords",
-        "keytool -genkeypair -alias app -keystore app.jks -storepass " + PW + "s -keypass "
-        + PW + "k -dname CN=app\nkeytool -importcert -file ca.crt -keystore truststore.jks "
+        "keytool -genkeypair -alias app -keystore app.jks -storepass "
+        + PW
+        + "s -keypass "
+        + PW
+        + "k -dname CN=app\nkeytool -importcert -file ca.crt -keystore truststore.jks "
         "-storepass:env STORE_PASS -noprompt\n",
         [PW],
         ["-alias app -keystore app.jks", "-storepass:env STORE_PASS"],
     ),
     case(
         "openssl's pass phrases",
-        "openssl pkcs12 -export -in cert.pem -inkey key.pem -out app.p12 -passout pass:" + PW
-        + "\nopenssl rsa -in enc.key -out dec.key -passin pass:" + PW + "2\n",
+        "openssl pkcs12 -export -in cert.pem -inkey key.pem -out app.p12 -passout pass:"
+        + PW
+        + "\nopenssl rsa -in enc.key -out dec.key -passin pass:"
+        + PW
+        + "2\n",
         [PW],
         ["-in cert.pem -inkey key.pem", "-out dec.key"],
     ),
     case(
         "htpasswd given the password",
-        "htpasswd -b -c /etc/nginx/.htpasswd admin " + PW + "\nhtpasswd -bB users.txt bob "
-        + PW + "2\n",
+        "htpasswd -b -c /etc/nginx/.htpasswd admin "
+        + PW
+        + "\nhtpasswd -bB users.txt bob "
+        + PW
+        + "2\n",
         [PW],
         ["/etc/nginx/.htpasswd admin"],
     ),
@@ -110,22 +119,29 @@ SECRETS = [
     case(
         "a PHP config array",
         "return [\n    'host' => '127.0.0.1',\n    'username' => 'forge',\n"
-        "    'password' => '" + PW + "',\n    'api_secret' => \"" + TOK + "\",\n];\n",
+        "    'password' => '" + PW + "',\n    'api_secret' => \"" + TOK + '",\n];\n',
         [PW, TOK],
         ["'host' => '127.0.0.1'", "'username' => 'forge'"],
     ),
     case(
         "Go literals",
-        'cfg := Config{\n\tHost:     "db",\n\tPassword: "' + PW + '",\n\tAPIKey:   "' + TOK
-        + '",\n}\nconst webhookSecret = "' + TOK + 'w"\n',
+        'cfg := Config{\n\tHost:     "db",\n\tPassword: "'
+        + PW
+        + '",\n\tAPIKey:   "'
+        + TOK
+        + '",\n}\nconst webhookSecret = "'
+        + TOK
+        + 'w"\n',
         [PW, TOK],
         ['Host:     "db"'],
     ),
     case(
         "C# connection strings",
-        'var cs = "Server=tcp:sql.example.net,1433;Database=app;User ID=sa;Password=' + PW
+        'var cs = "Server=tcp:sql.example.net,1433;Database=app;User ID=sa;Password='
+        + PW
         + ';Encrypt=True;";\n"ConnectionStrings": {"Default": "Host=db;Username=app;Password='
-        + PW + '2;Database=app"}\n',
+        + PW
+        + '2;Database=app"}\n',
         [PW],
         ["Server=tcp:sql.example.net,1433;Database=app;User ID=sa;", "Encrypt=True"],
     ),
@@ -145,7 +161,8 @@ SECRETS = [
     ),
     case(
         "an LDAP bind",
-        "ldapsearch -x -H ldap://ldap.example.com -D 'cn=admin,dc=example,dc=com' -w " + PW
+        "ldapsearch -x -H ldap://ldap.example.com -D 'cn=admin,dc=example,dc=com' -w "
+        + PW
         + " -b 'dc=example,dc=com' '(uid=bob)'\n",
         [PW],
         ["-D 'cn=admin,dc=example,dc=com'", "(uid=bob)"],
@@ -193,7 +210,7 @@ SECRETS = [
     case(
         "a Bearer token in a curl command",
         "curl -sS -H 'Authorization: Bearer " + TOK + "' -H 'Accept: application/json' "
-        "https://api.example.com/v2/items\ncurl -H \"X-Api-Key: " + TOK + "k\" https://x.io\n",
+        'https://api.example.com/v2/items\ncurl -H "X-Api-Key: ' + TOK + 'k" https://x.io\n',
         [TOK],
         ["-H 'Accept: application/json'", "https://api.example.com/v2/items"],
     ),
@@ -207,7 +224,7 @@ SECRETS = [
     case(
         "basic auth in a header and a client's output",
         "> Authorization: Basic " + b64("admin:" + PW) + "\n"
-        "proxy_set_header Authorization \"Basic " + b64("svc:" + PW + "2") + "\";\n",
+        'proxy_set_header Authorization "Basic ' + b64("svc:" + PW + "2") + '";\n',
         [b64("admin:" + PW), b64("svc:" + PW + "2")],
         ["proxy_set_header Authorization"],
     ),
@@ -228,7 +245,10 @@ SECRETS = [
     ),
     case(
         "a Terraform tfvars",
-        'db_password    = "' + PW + '"\ngithub_token   = "ghp_' + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+        'db_password    = "'
+        + PW
+        + '"\ngithub_token   = "ghp_'
+        + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
         + '"\nregion         = "us-east-1"\n',
         [PW, "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"],
         ['region         = "us-east-1"'],
@@ -242,15 +262,18 @@ SECRETS = [
     ),
     case(
         "a Helm install setting secrets",
-        "helm upgrade --install app ./chart --set postgresql.auth.password=" + PW
-        + " --set image.tag=1.4.2 --set-string api.token=" + TOK + "\n",
+        "helm upgrade --install app ./chart --set postgresql.auth.password="
+        + PW
+        + " --set image.tag=1.4.2 --set-string api.token="
+        + TOK
+        + "\n",
         [PW, TOK],
         ["--set image.tag=1.4.2", "./chart"],
     ),
     case(
         "a psql line with PGPASSWORD and a URI",
         "PGPASSWORD='" + PW + "' psql -h db -U app -c 'select 1'\n"
-        "psql \"postgresql://app:" + PW + "2@db:5432/app?sslmode=require\"\n",
+        'psql "postgresql://app:' + PW + '2@db:5432/app?sslmode=require"\n',
         [PW],
         ["psql -h db -U app -c 'select 1'", "@db:5432/app?sslmode=require"],
     ),
@@ -263,9 +286,9 @@ SECRETS = [
     ),
     case(
         "a Digest authorization seen in curl -v",
-        "> GET /api HTTP/1.1\n> Authorization: Digest username=\"admin\", realm=\"api\", "
-        "nonce=\"7ypf/xlj9XXwfDPEoM4URrv/xwf94BcCAzFZH4GiTo0v\", uri=\"/api\", "
-        "response=\"" + HEX32 + "\", qop=auth, nc=00000001, cnonce=\"0a4f113b\"\n> Host: x\n",
+        '> GET /api HTTP/1.1\n> Authorization: Digest username="admin", realm="api", '
+        'nonce="7ypf/xlj9XXwfDPEoM4URrv/xwf94BcCAzFZH4GiTo0v", uri="/api", '
+        'response="' + HEX32 + '", qop=auth, nc=00000001, cnonce="0a4f113b"\n> Host: x\n',
         [HEX32],
         ["> GET /api HTTP/1.1", "> Host: x"],
     ),
@@ -299,7 +322,7 @@ SECRETS = [
     ),
     case(
         "a password given as a here-string",
-        'chpasswd <<< "bob:' + PW + '"\nsudo -S apt-get update <<< \'' + PW + '2\'\n'
+        'chpasswd <<< "bob:' + PW + "\"\nsudo -S apt-get update <<< '" + PW + "2'\n"
         "passwd --stdin bob <<< " + PW + "3\n",
         [PW],
         ["sudo -S apt-get update <<< ", "chpasswd <<< "],
@@ -335,16 +358,31 @@ SECRETS = [
     ),
     case(
         "command-line logins given their token",
-        "wandb login " + HEX32 + "00aa11bb\nngrok config add-authtoken 2Nd8PqR4sT6vW8yZ0aB3cD5eF7g_"
-        + TOK + "\nngrok authtoken " + TOK + "n\nsnyk auth " + UUID + "\ncf auth admin " + PW
-        + "\ncodecov -t " + TOK + "c -f coverage.xml\n",
+        "wandb login "
+        + HEX32
+        + "00aa11bb\nngrok config add-authtoken 2Nd8PqR4sT6vW8yZ0aB3cD5eF7g_"
+        + TOK
+        + "\nngrok authtoken "
+        + TOK
+        + "n\nsnyk auth "
+        + UUID
+        + "\ncf auth admin "
+        + PW
+        + "\ncodecov -t "
+        + TOK
+        + "c -f coverage.xml\n",
         [HEX32, TOK, UUID, PW],
         ["ngrok config add-authtoken", "cf auth admin", "-f coverage.xml"],
     ),
     case(
         "a secret's name and its value set from a command line",
-        "netlify env:set API_SECRET " + TOK + "\ndoppler secrets set DB_PASSWORD " + PW
-        + " --project app\nsetx API_TOKEN " + TOK + "x\n",
+        "netlify env:set API_SECRET "
+        + TOK
+        + "\ndoppler secrets set DB_PASSWORD "
+        + PW
+        + " --project app\nsetx API_TOKEN "
+        + TOK
+        + "x\n",
         [TOK, PW],
         ["netlify env:set API_SECRET", "--project app", "setx API_TOKEN"],
     ),
@@ -357,10 +395,22 @@ SECRETS = [
     ),
     case(
         "a password given to what changes or stores it",
-        'db.changeUserPassword("app", "' + PW + '")\nkeyring.set_password("svc", "bob", "' + PW
-        + '2")\nuser.setPassword("' + PW + '3");\n',
+        'db.changeUserPassword("app", "'
+        + PW
+        + '")\nkeyring.set_password("svc", "bob", "'
+        + PW
+        + '2")\nuser.setPassword("'
+        + PW
+        + '3");\n',
         [PW],
         ['db.changeUserPassword("app", ', 'keyring.set_password("svc", "bob", '],
+    ),
+    case(
+        "an expect script answering a password's prompt",
+        'spawn ssh admin@10.0.0.5\nexpect "assword:"\nsend "' + PW + '\\r"\n'
+        'expect -exact "Enter passphrase: " { send -- "' + PW + '2\\n" }\ninteract\n',
+        [PW],
+        ["spawn ssh admin@10.0.0.5", 'expect "assword:"', "interact"],
     ),
 ]
 
@@ -373,7 +423,7 @@ LOOKALIKES = [
         [],
     ),
     case("a Spring property reference", "spring.datasource.password=${DB_PASSWORD}\n", []),
-    case("an Ansible vault reference", "ansible_become_pass: \"{{ vault_become_pass }}\"\n", []),
+    case("an Ansible vault reference", 'ansible_become_pass: "{{ vault_become_pass }}"\n', []),
     case("an Ansible vault block header", "db_password: !vault |\n", []),
     case("a Rails credentials reference", "password: <%= ENV['DATABASE_PASSWORD'] %>\n", []),
     case(
@@ -385,25 +435,57 @@ LOOKALIKES = [
     case("a .env example", "DATABASE_PASSWORD=\nSTRIPE_SECRET_KEY=your-stripe-secret-key\n", []),
     case("keytool asking", "keytool -list -keystore app.jks\nEnter keystore password:\n", []),
     case("openssl reading an env", "openssl rsa -in enc.key -passin env:KEY_PASS\n", []),
-    case("a Go struct's fields", "type Config struct {\n\tPassword string `json:\"password\"`\n}\n", []),
+    case(
+        "a Go struct's fields", 'type Config struct {\n\tPassword string `json:"password"`\n}\n', []
+    ),
     case("a C# property", "public string Password { get; set; }\n", []),
-    case("a docs sentence", "Set the password in the admin panel; tokens expire after 24 hours.\n", []),
+    case(
+        "a docs sentence",
+        "Set the password in the admin panel; tokens expire after 24 hours.\n",
+        [],
+    ),
     case("a YAML schema", "password:\n  type: string\n  minLength: 12\n", []),
     case("a YAML key with an empty value", "password:\nusername: admin\n", []),
-    case("an OpenAPI security scheme", "securitySchemes:\n  bearerAuth:\n    type: http\n    scheme: bearer\n", []),
+    case(
+        "an OpenAPI security scheme",
+        "securitySchemes:\n  bearerAuth:\n    type: http\n    scheme: bearer\n",
+        [],
+    ),
     case("a test's look-alike token", "token = 'test-token'\napi_key = 'dummy_api_key'\n", []),
-    case("a URL with a port and an @ in its path", "https://registry.npmjs.org:443/@types/node\n", []),
-    case("a Git SSH remote", "git@github.com:org/repo.git\nssh://git@gitlab.com:2222/o/r.git\n", []),
+    case(
+        "a URL with a port and an @ in its path", "https://registry.npmjs.org:443/@types/node\n", []
+    ),
+    case(
+        "a Git SSH remote", "git@github.com:org/repo.git\nssh://git@gitlab.com:2222/o/r.git\n", []
+    ),
     case("a cookie's name in code", "raw_cookie = request.cookies.get('session')\n", []),
     case("a max-tokens setting", "max_tokens: 4096\nprompt_tokens=1234\n", []),
-    case("a WWW-Authenticate challenge", 'WWW-Authenticate: Digest realm="api", qop="auth", nonce="7ypf/xlj9XXwfDPEoM4"\n', []),
-    case("echo into an ordinary file", "echo 'node_modules/' >> .gitignore\necho $HOME > out.txt\n", []),
-    case("Rust and Go declarations with no secret", 'const API_KEY_HEADER: &str = "x-api-key";\nvar tokenType string = "bearer"\n', []),
+    case(
+        "a WWW-Authenticate challenge",
+        'WWW-Authenticate: Digest realm="api", qop="auth", nonce="7ypf/xlj9XXwfDPEoM4"\n',
+        [],
+    ),
+    case(
+        "echo into an ordinary file",
+        "echo 'node_modules/' >> .gitignore\necho $HOME > out.txt\n",
+        [],
+    ),
+    case(
+        "Rust and Go declarations with no secret",
+        'const API_KEY_HEADER: &str = "x-api-key";\nvar tokenType string = "bearer"\n',
+        [],
+    ),
     case("C defines of names", '#define TOKEN_MAX 64\n#define PASSWORD_PROMPT "Password: "\n', []),
     case("Makefile references", "DB_PASSWORD ?= $(shell cat .pw)\nAPI_TOKEN ?= ${API_TOKEN}\n", []),
     case("a pipe into grep", "echo $out | grep secret\necho hello | gh secret list\n", []),
-    case("here-strings of variables", 'chpasswd <<< "bob:$NEW_PW"\nsudo -S true <<< "$SUDO_PASS"\n', []),
-    case("package managers' settings", "poetry config virtualenvs.in-project true\ncargo login\n", []),
+    case(
+        "here-strings of variables",
+        'chpasswd <<< "bob:$NEW_PW"\nsudo -S true <<< "$SUDO_PASS"\n',
+        [],
+    ),
+    case(
+        "package managers' settings", "poetry config virtualenvs.in-project true\ncargo login\n", []
+    ),
     case("macOS keychain lookup", "security find-generic-password -s svc -w\n", []),
     case("nmcli listing", "nmcli dev wifi list\nnmcli -f wifi-sec.psk con show HomeNet\n", []),
     case("SNMP with a default port", "snmpwalk -v2c -c public 10.0.0.1\n", ["snmpwalk -v2c -c"]),
@@ -426,9 +508,15 @@ LOOKALIKES = [
         'keyring.get_password("svc", "bob")\ncheck_password(raw, user.password)\n',
         [],
     ),
+    case(
+        "an expect script sending a variable or a command",
+        'expect "Password:"\nsend "$env(PW)\\r"\nexpect "$ "\nsend "ls -la\\r"\n',
+        [],
+    ),
 ]
 
 ADVERSARIAL = [
+    'expect "password' + "x" * 60 + '" ' * 2000,
     "password:\n  " + "a" * 20000 + "\n",
     "password:\n" * 10000,
     "https://u:" + "a/" * 30000 + "@h",
@@ -439,4 +527,6 @@ ADVERSARIAL = [
     "npmAuthIdent: " * 8000,
 ]
 
-test_secrets_go, test_lookalikes_stay, test_linear = held_out_tests(SECRETS, LOOKALIKES, ADVERSARIAL)
+test_secrets_go, test_lookalikes_stay, test_linear = held_out_tests(
+    SECRETS, LOOKALIKES, ADVERSARIAL
+)
