@@ -8,12 +8,21 @@ its bytes (the whole is encoded again only where a string cannot be found as it 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
 # Only a text with an escape can hide a secret from the patterns this way; and one so long is
 # a tool's output, not a call's arguments (the patterns read it whole)
 _MAX_CHARS = 1_000_000
+# Strings read decoded at most (each a redaction of its own: ~20 µs for a short one); a text
+# holding more (a tool's output, not a call's arguments) is left to the patterns
+_MAX_STRINGS = 2_000
+# What a JSON text writes escaped: a line break, a quote, a backslash, a control character, and
+# (as an encoder that writes ASCII only does) any other than ASCII's printable ones
+_ESCAPED = re.compile(r'[^\x20\x21\x23-\x5b\x5d-\x7e]')
+# Strings put back in their places at most (each a pass over the text); more: encoded whole
+_MAX_PLACED = 32
 
 
 def redact_json_text(text: str, redact_text: Callable[[str], str]) -> str:
@@ -28,13 +37,13 @@ def redact_json_text(text: str, redact_text: Callable[[str], str]) -> str:
     try:
         value = json.loads(text)
         out = _strings(value, redact_text)
-    except (ValueError, RecursionError):  # no JSON, or nested past what can be walked
+    except (ValueError, RecursionError, _TooMany):  # no JSON, or more than is read so
         return text
     if out == value:
         return text
     found = dict(_changed(value, out))
     changed = {old: new for old, new in found.items() if new is not None}
-    if len(changed) < len(found):
+    if len(changed) < len(found) or len(changed) > _MAX_PLACED:
         return _dumped(text, out)
     for old, new in sorted(changed.items(), key=lambda kv: -len(kv[0])):
         written = next((w for w in _encodings(old) if w in text), None)
@@ -45,14 +54,30 @@ def redact_json_text(text: str, redact_text: Callable[[str], str]) -> str:
 
 
 def _strings(value: Any, redact_text: Callable[[str], str]) -> Any:
-    """``value`` with its strings, and its objects' keys, redacted as texts."""
-    if isinstance(value, str):
-        return redact_text(value)
-    if isinstance(value, dict):
-        return {redact_text(k): _strings(v, redact_text) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_strings(v, redact_text) for v in value]
-    return value
+    """``value`` with its strings, and its objects' keys, redacted as texts: those written with
+    an escape (the others the patterns read as they are, in the text), ``_MAX_STRINGS`` at most
+    (more: ``_TooMany``)."""
+    left = [_MAX_STRINGS]
+
+    def walk(v: Any) -> Any:
+        if isinstance(v, str):
+            if not _ESCAPED.search(v):
+                return v
+            left[0] -= 1
+            if left[0] < 0:
+                raise _TooMany
+            return redact_text(v)
+        if isinstance(v, dict):
+            return {walk(k): walk(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [walk(x) for x in v]
+        return v
+
+    return walk(value)
+
+
+class _TooMany(Exception):
+    """More strings than a text's redaction reads decoded: the text is left to the patterns."""
 
 
 def _changed(old: Any, new: Any) -> Iterator[tuple[str, str | None]]:

@@ -16,6 +16,7 @@ from tests.rules import (
     test_redact_heldout_d,
     test_redact_heldout_e,
 )
+from tests.support.cpu_clock import cpu_timer
 
 _SETS = (
     test_redact_heldout,
@@ -65,3 +66,17 @@ def test_nesting_past_the_walk_is_left_to_the_patterns() -> None:
     deep = "[" * 100_000 + '"password: hunter2\\n"' + "]" * 100_000
     out = redact_text(deep)
     assert "hunter2" not in out
+
+
+def test_many_changed_strings_are_encoded_whole() -> None:
+    text = json.dumps([f"password:\n  hunter{i}x\n" for i in range(500)])
+    out = redact_text(text)
+    assert "hunter1x" not in out
+    assert len(json.loads(out)) == 500
+
+
+def test_a_json_text_of_many_escaped_strings_is_left_to_the_patterns_in_bounded_time() -> None:
+    text = json.dumps([f"line {i}\nmore" for i in range(20_000)])
+    with cpu_timer() as took:
+        assert redact_text(text) == text
+    assert took.seconds < 0.25
