@@ -12,7 +12,8 @@ secret names (``PGPASSWORD=…``, ``DB_PW=…``, ``"passWord": "1234"``, ``AWS_S
 user:…``, ``sshpass -p …``, ``redis-cli -a …``, ``docker login -p …``: ``rules.redact_flags``),
 and passwords given to an HTTP client in code beside their user (``auth=("admin", "…")``:
 ``rules.redact_calls``); and a secret a command printed alone, known by its call beside
-its result in a message list (``rules.redact_results``).
+its result in a message list (``rules.redact_results``). A text that is JSON (a tool call's
+arguments) is read decoded first (``rules.redact_json_text``).
 Counts such as ``max_tokens`` or ``prompt_tokens`` are names of numbers, not of secrets, and
 stay.
 
@@ -37,6 +38,7 @@ from rules.redact_calls import redact_call_credentials
 from rules.redact_continued import redact_continued
 from rules.redact_directives import redact_directives
 from rules.redact_escapes import redact_escaped_keys
+from rules.redact_json_text import redact_json_text
 from rules.redact_known import to_client, without_known
 from rules.redact_manifests import redact_secret_data
 from rules.redact_md_columns import redact_secret_columns
@@ -45,7 +47,12 @@ from rules.redact_names import is_secret_name as is_secret_name
 from rules.redact_names import is_secret_value as is_secret_value
 from rules.redact_objects import redact_secret_objects
 from rules.redact_pgpass import redact_pgpass
-from rules.redact_piped import redact_piped, redact_secure_strings
+from rules.redact_piped import (
+    redact_echoed,
+    redact_expected,
+    redact_piped,
+    redact_secure_strings,
+)
 from rules.redact_results import printing_calls, redact_printed
 from rules.redact_shapes import REDACTED as REDACTED  # the marker, imported from here too
 from rules.redact_shapes import redact_key_shapes
@@ -70,8 +77,11 @@ _MEMO_MAX_TEXT = 16_000
 
 
 def _redact_text(text: str) -> str:
+    # first a JSON text's strings, decoded: the patterns read on what they left (escaped)
+    text = redact_json_text(text, redact_text)
     text = redact_escaped_keys(redact_key_shapes(redact_private_keys(redact_secret_data(text))))
-    text = redact_call_credentials(redact_piped(redact_pgpass(redact_directives(text))))
+    text = redact_piped(redact_pgpass(redact_directives(text)))
+    text = redact_call_credentials(redact_expected(redact_echoed(text)))
     text = redact_secret_objects(text)  # before the names' values: an object opens no value
     text = redact_secret_columns(redact_xml_pairs(text))
     # last: its quotes may hold another rule's text ("'… curl -b 'sid=…' …")

@@ -29,12 +29,18 @@ _PPK_PRIVATE = re.compile(
 )
 
 # Credentials in URLs: the password goes (to the authority's last "@": an unencoded "@", "#" or
-# "?" in it is common). Linear: neither part can cross a "/", so the scan from one ``://`` stops
-# at the next.
+# "?" in it is common). Linear: neither part can cross a "/" (but for the password's one run after
+# a "/", 256 characters at most), so the scan from one ``://`` stops at the next.
 # A URL in JSON may have its slashes escaped (``https:\/\/u:pw@host``: PHP's json_encode, Java's).
 # (a user already redacted, a key id given as the user, ``s3://AKIA…:…@bucket``, keeps its password)
+# A password holding an unencoded "/" (``https://bob:p4ss/w0rd@host``) runs to the "@" after it;
+# not after a port (``https://host:443/@scope/pkg`` is a path), nor across an "@" that a host's
+# dotted name and its "/" or ":", or a name and its port follow (``https://u:pw@host.com/a/@b``,
+# ``https://u:pw@localhost:80/a/@b``: the password is ``pw``).
 _URL_CREDENTIALS = re.compile(
-    r"(?P<sep>://|:\\/\\/)(?:\[REDACTED\]|[^\s:/?#@'\"<>\[\]]*):(?P<pw>[^\s/'\"<>]+)@"
+    r"(?P<sep>://|:\\/\\/)(?:\[REDACTED\]|[^\s:/?#@'\"<>\[\]]*):(?P<pw>"
+    r"(?![0-9]*+/)(?:[^\s/'\"<>@]|@(?![\w-]++(?:\.[\w-]++)++[:/]|[\w-]++:[0-9]))*+/"
+    r"(?:(?!://)[^\s'\"<>@]){0,255}+(?=@)|[^\s/'\"<>]+(?=@))@"
 )
 # A token given as a URL's user, with no password (``https://<40 hex>@github.com``, as git
 # accepts one): 32+ hex, or 40+ characters of a token's alphabet.

@@ -22,8 +22,8 @@ that takes them, so the same letters elsewhere stay (``ssh -p 22``, ``docker run
   ``rclone config create … secret_access_key SECRET``, ``aws configure set
   aws_secret_access_key SECRET``, ``npm config set _authToken SECRET``
   (pnpm's, yarn's), ``useradd -p SECRET``, ``xfreerdp /p:SECRET``, ``rdesktop -p SECRET``,
-  ``vault login TOKEN``, ``kubectl create secret … --from-literal=KEY=SECRET``
-  (``rules.redact_literals``), ``mosquitto_pub -P SECRET``, ``lftp -u user,SECRET``.
+  ``vault login TOKEN``, ``kubectl create secret … --from-literal=KEY=SECRET`` (``oc``'s too:
+  ``rules.redact_literals``), ``mosquitto_pub -P SECRET``, ``lftp -u user,SECRET``.
 
 A command's words run to the end of its line (a line continued with ``\\`` goes on) or to a
 ``|``, ``;`` or ``&`` word; a quoted value is taken to its closing quote (512 characters at most).
@@ -38,6 +38,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from rules.redact_clients import CLIENTS
 from rules.redact_literals import from_literals
 from rules.redact_names import is_secret_name
 from rules.redact_references import names_where_kept
@@ -245,7 +246,8 @@ _COMMANDS: tuple[tuple[str, re.Pattern[str], Reader], ...] = (
     ),
     ("freerdp", named_command("[xw]freerdp3?"), _attached("/p:")),
     ("twine", named_command("twine"), flag_reader("-p")),
-    ("kubectl", named_command("kubectl"), from_literals),  # ``create secret --from-literal``
+    # ``kubectl create secret --from-literal`` (OpenShift's ``oc`` too): "secret" is in the text
+    ("secret", named_command("kubectl|oc"), from_literals),
     ("mosquitto", named_command("mosquitto_(?:pub|sub|rr)"), flag_reader("-P", "--pw")),
     ("lftp", named_command("lftp"), flag_reader("-u", "--user", sep=",")),  # ``-u user,SECRET``
     (
@@ -313,6 +315,7 @@ _COMMANDS: tuple[tuple[str, re.Pattern[str], Reader], ...] = (
         ),
         either(flag_reader("-p"), flag_reader("<<<")),  # ``--password-stdin <<< SECRET`` too
     ),
+    *CLIENTS,  # package managers, .NET's user secrets, macOS' keychain, unrar, nmcli, SNMP
 )
 
 

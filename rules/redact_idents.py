@@ -30,8 +30,10 @@ VALUE_GROUPS = ("dq", "edq", "sq", "esq", "bare")
 # ``ParameterKey=DbPassword,ParameterValue=…``): the name field, right before the name, and the
 # value field after it in the same object (200 characters at most, no bracket or list item
 # between).
+# (a command line's ``--name API_KEY --value …`` too, its words parted by blanks)
 _PAIR_NAME = re.compile(
     r"""(?<!\w)(?i:name|key|parameterkey|parametername)\\?["']?[ \t]*+[:=][ \t]*+\\?["']?\Z"""
+    r"""|(?<![\w-])--(?:name|key)[ \t]++["']?\Z"""
 )
 
 
@@ -39,7 +41,7 @@ def _pair_value(reach: int, bare: bool = True) -> re.Pattern[str]:
     value = rf"""(?:{QUOTED_VALUE}|(?P<bare>[^\s"',;&\\{{}}<>]+))""" if bare else QUOTED_VALUE
     return re.compile(
         rf"""(?:(?![{{}}<>\[\]]|\n[ \t]*+-[ \t])(?s:.)){{0,{reach}}}?(?<!\w)"""
-        r"""(?i:(?:parameter)?value)\\?["']?[ \t]*+[:=][ \t]*+""" + value
+        r"""(?:(?i:(?:parameter)?value)\\?["']?[ \t]*+[:=]|(?<=-)-value[ \t])[ \t]*+""" + value
     )
 
 

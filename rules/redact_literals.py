@@ -1,7 +1,8 @@
 """A Kubernetes Secret made from a command line, for ``rules.redact_flags``: ``kubectl create
-secret generic NAME --from-literal=KEY=VALUE`` (after global options too, ``kubectl -n
-prod create secret …``) gives each value of the Secret, which is secret whatever its key is named
-(``--from-literal=dsn=postgres://…``), as a manifest's ``data`` is (``rules.redact_manifests``).
+secret generic NAME --from-literal=KEY=VALUE`` (OpenShift's ``oc`` too; after global options,
+``kubectl -n prod create secret …``) gives each value of the Secret, which is secret whatever
+its key is named (``--from-literal=dsn=postgres://…``), as a manifest's ``data`` is
+(``rules.redact_manifests``).
 A ConfigMap's literals and ``--from-file=KEY=PATH`` (a path) stay."""
 
 from __future__ import annotations

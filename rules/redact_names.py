@@ -124,7 +124,7 @@ def _min_chars(name: str) -> int | None:
         return 1  # DB_PW, SMTP_PW (not max_pw, power_pw)
     if name == "SSHPASS":  # ``sshpass -e`` reads SSHPASS
         return 1
-    if (last in _SHAPED and len(words) > 1) or words[-2:] == _PRIMARY_KEY:
+    if (last in _SHAPED and len(words) > 1) or words[-2:] in (_PRIMARY_KEY, _AUTH_IDENT):
         return 1  # the value's shape decides (``value_fits``)
     if words == ["key"] or (last == "token" and len(words) > 1 and words[-2] in _TOKEN_NOT_SECRET):
         return None  # a bare key is code; a pad_token, a next_page_token no credential
@@ -141,6 +141,8 @@ _min_chars_memo = functools.lru_cache(maxsize=8192)(_min_chars)
 # ``PAM_AUTH=/etc/pam.d/x`` stay) and a personal access token's ``GITLAB_PAT`` (``FILE_PAT =
 # '*.py'``, a pattern, stays).
 _SHAPED = frozenset({"auth", "pat"})
+# yarn's ``npmAuthIdent``: ``user:password``, or base64 of it, judged as an ``…_auth`` is
+_AUTH_IDENT = ["auth", "ident"]
 # ``user:password`` whose password holds a digit or a sign (``admin:hunter2``; ``oauth2:openid``,
 # a scheme and a scope, stays)
 _USER_PASSWORD = re.compile(r"[^\s:/]{1,64}+:(?P<pw>[^\s:/]{1,128}+)")
@@ -175,7 +177,7 @@ def shaped_name(name: str) -> bool:
 @functools.lru_cache(maxsize=8192)
 def _shaped_memo(name: str) -> bool:
     words = name_words(name)
-    return len(words) > 1 and (words[-1] in _SHAPED or words[-2:] == _PRIMARY_KEY)
+    return len(words) > 1 and (words[-1] in _SHAPED or words[-2:] in (_PRIMARY_KEY, _AUTH_IDENT))
 
 
 def is_basic_credentials(value: str) -> bool:
@@ -193,7 +195,8 @@ def value_fits(name: str, value: str) -> bool:
     of most names (their length is ``min_chars``'s), one of a secret's shape after ``_SHAPED``."""
     words = name_words(name) if len(name) <= 64 else []
     last = words[-1] if len(words) > 1 else ""
-    if last == "auth":  # credentials: user:password, base64 of it, a token of letters and digits
+    if last == "auth" or words[-2:] == _AUTH_IDENT:
+        # credentials: user:password, base64 of it, a token of letters and digits
         if is_basic_credentials(value):
             return True
         pair = _USER_PASSWORD.fullmatch(value)

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import re
 
+from rules.redact_auth_params import digest_span
 from rules.redact_cjk import CJK_NAMES, cjk_value
+from rules.redact_declared import declared_value
 from rules.redact_flags import flag_value, names_a_command, redact_flags
 from rules.redact_idents import (
     CJK_STOP,
@@ -22,15 +24,15 @@ from rules.redact_idents import (
     paired_value,
 )
 from rules.redact_names import MIN_SECRET_CHARS as MIN_SECRET_CHARS  # read from here too
-from rules.redact_names import SHAPED_REACH, min_chars, name_words, shaped_name, value_fits
+from rules.redact_names import SHAPED_REACH, min_chars, shaped_name, value_fits
 from rules.redact_names import is_basic_credentials as is_basic_credentials
 from rules.redact_names import is_secret_name as is_secret_name
+from rules.redact_near_hex import hex_spans
 from rules.redact_prose import LOOKS_SET, env_value, said_value, spaced_key
 from rules.redact_references import declares, is_placeholder, names_a_source, names_where_kept
-from rules.redact_shapes import AWS_SECRET
 from rules.redact_shapes import REDACTED as REDACTED  # the marker, imported from here too
 from rules.redact_tables import table_row
-from rules.redact_yaml_blocks import block_span
+from rules.redact_yaml_blocks import block_span, next_line_value
 
 # Words after which a secret may follow, found with str.find on the lowercased text: ~20x faster
 # than a case-insensitive regex, which tries every position. (A text whose length changes when
@@ -39,7 +41,7 @@ _TRIGGER_WORDS = (
     *("pass", "secret", "token", "key", "credential", "pwd"),  # names (ODBC's Pwd, DB_PWD)
     "identified",  # SQL's IDENTIFIED BY 'secret'
     '"auth"',  # a Docker config.json's base64 of user:password
-    "_auth",  # npm's _auth: the same
+    *("_auth", "authident"),  # npm's _auth: the same; yarn's npmAuthIdent: user:password
     *("authorization", "bearer", "basic", "cookie"),  # auth headers and schemes, cookies
     "psk",  # a Wi-Fi's pre-shared key
     *("pw", "auth", "pat", "salt"),  # only as a name's last word (``_LAST_WORDS``)
@@ -58,7 +60,7 @@ _TRIGGER_TAILS = {
 }
 _TRIGGER = re.compile(
     r"(?i:pass(?:word|wd|phrase)?|secret|token|key(?:[-_]data)?|credentials?|authorization"
-    r'|bearer|basic|cookie|pwd|identified|"auth"|_auth|pw|auth|pat|psk|salt'
+    r'|bearer|basic|cookie|pwd|identified|"auth"|_auth|authident|pw|auth|pat|psk|salt'
     r"|密码|密碼|口令|パスワード|비밀번호|密钥|秘钥|密鑰|金鑰|令牌|トークン|토큰|apiキー|アクセスキー"
     r"|シークレットキー)"
 )
@@ -110,20 +112,19 @@ _BEARER_VALUE = re.compile(r"[ \t]++(?P<cred>[A-Za-z0-9._~+/\-]{8,}=*)")
 # an OpenAPI scheme's ``scheme: bearer`` before its next line's ``bearerFormat`` hold words
 _TOKEN_LIKE = re.compile(r"[0-9A-Z._~+/=\-]")
 _BASIC_VALUE = re.compile(r"[ \t]+(?P<cred>[A-Za-z0-9+/]{4,}={0,2})(?![\w+/=])")
-# A 32+ hex run (or an AWS secret access key) up to 32 characters further on the line, whole.
-_NEAR_HEX = re.compile(
-    rf"[^\n]{{0,32}}?(?P<cred>(?<![0-9A-Za-z])[0-9a-fA-F]{{32,}}(?![0-9A-Za-z])|{AWS_SECRET})"
-)
 # SQL's ``PASSWORD 'secret'`` (``CREATE ROLE … WITH PASSWORD``), and MySQL's ``IDENTIFIED [WITH
 # plugin] BY [PASSWORD] 'secret'``: a quoted literal after blanks.
 _QUOTED_AFTER = re.compile(
     r"""[ \t]++(?:'(?P<sq>[^'\\\r\n]{1,256})'|"(?P<dq>[^"\\\r\n]{1,256})")"""
 )
-# What takes a password as its one argument: MySQL's ``SET PASSWORD … = PASSWORD('…')`` (and
-# ``OLD_PASSWORD``), Django's ``user.set_password('…')`` and ``check_password('…')``
-_PASSWORD_CALLS = frozenset({"password", "old_password", "set_password", "check_password"})
+# What takes a password as its last argument: MySQL's ``SET PASSWORD … = PASSWORD('…')`` (and
+# ``OLD_PASSWORD``), Django's ``user.set_password('…')`` and ``check_password('…')``, MongoDB's
+# ``db.changeUserPassword("app", "…")``, keyring's ``set_password("svc", "bob", "…")`` (up to two
+# arguments before it: a user's name, a service's; ``get_password("svc", "bob")`` asks for one)
+_PASSWORD_CALLS = re.compile(r"(?:old_|check_|(?:set|change|update|reset)_?(?:user_?)?)?password")
 _QUOTED_ARGUMENT = re.compile(
-    r"""\([ \t]*+(?:'(?P<sq>[^'\\\r\n]{1,256})'|"(?P<dq>[^"\\\r\n]{1,256})")[ \t]*+\)"""
+    r"""\([ \t]*+(?:(?:'[^'\\\r\n]{0,256}'|"[^"\\\r\n]{0,256}"|[\w.]{1,64})[ \t]*+,[ \t]*+){0,2}"""
+    r"""(?:'(?P<sq>[^'\\\r\n]{1,256})'|"(?P<dq>[^"\\\r\n]{1,256})")[ \t]*+\)"""
 )
 _IDENTIFIED_BY = re.compile(
     r"""(?i:[ \t]++(?:with[ \t]++\w{1,64}[ \t]++)?by[ \t]++(?:password[ \t]++)?)"""
@@ -162,6 +163,8 @@ def _value_span(text: str, start: int, end: int) -> tuple[int, int, int] | None:
     word = text[start:end].lower()
     if word == "authorization":
         m = _AUTH_VALUE.match(text, end)
+        if m and m["scheme"] and m["scheme"].lower() == "digest":
+            return digest_span(text, m.start("cred"))  # ``username="…", response="…"``
         if m:
             cred = m["cred"].rstrip()
             if cred != REDACTED and len(cred) >= (1 if m["scheme"] else MIN_SECRET_CHARS):
@@ -225,16 +228,19 @@ def _value_span(text: str, start: int, end: int) -> tuple[int, int, int] | None:
     m = (
         paired_value(text, start, end)
         or _ANNOTATED.match(text, end, reach)
+        or declared_value(text, name_start(text, start), end)  # before ``:`` takes ``::=``
         or _ASSIGNED.match(text, end, reach)
+        or next_line_value(text, name_start(text, start), end)
         or env_value(text, name_start(text, start), end)
     )
     if m is None and name_ending(text, start, end).startswith("--"):
         m = flag_value(text, start, end)  # a command line's ``--password X``
     if m is None and needed == 1:
         m = _QUOTED_AFTER.match(text, end)
-        if m is None and name.rpartition(".")[2].lower() in _PASSWORD_CALLS:
+        if m is None and _PASSWORD_CALLS.fullmatch(name.rpartition(".")[2].lower()):
             m = _QUOTED_ARGUMENT.match(text, end)  # MySQL's ``= PASSWORD('…')``
-        if m is None and _NETRC_LOGIN.search(text, max(0, start - 300), start):
+        back = max(0, start - 300)  # ``login`` found first: the pattern's ``\b`` tries each place
+        if m is None and "login" in text[back:start] and _NETRC_LOGIN.search(text, back, start):
             m = _NETRC_VALUE.match(text, end)  # "login and password are …" holds no digit
             m = m if m is not None and LOOKS_SET.search(m["bare"]) else None
     if m is None:
@@ -313,19 +319,6 @@ def _interpolating(text: str, start: int) -> bool:
 _PLAN_PLACEHOLDER = re.compile(r"\((?:sensitive(?: value)?|known after apply)\)(?![^\s,;])")
 # A parameter expansion's operator that prints or substitutes, not a default: ``${NAME:?msg}``
 _EXPANDED = re.compile(r":?[?+]")
-def _hex_spans(text: str, begin: int, end: int, seen: set[int]) -> list[tuple[int, int]]:
-    """32+ hex runs after the secret name ``text[begin:end]``: the first within 32 characters
-    on its line, then each within 32 of the one before (so that redacting one never brings the
-    next within reach of a second pass)."""
-    name = text[max(begin, end - 64) : end]  # as ``name_ending`` reads it: 64 at most
-    if min_chars(name) is None and name_words(name) != ["key"]:  # "API key: 9f86…" is one
-        return []
-    spans = []
-    while (m := _NEAR_HEX.match(text, end)) is not None and m.start("cred") not in seen:
-        seen.add(m.start("cred"))  # a chain that reaches a run already seen has the rest
-        spans.append(m.span("cred"))
-        end = m.end()
-    return spans
 
 
 def _replace(text: str, spans: list[tuple[int, int]]) -> str:
@@ -397,5 +390,5 @@ def redact_after_triggers(text: str) -> str:
     for start, end in triggers:
         if start >= ends:
             begin, ends = name_start(text, start), name_end(text, end)
-        hexes += _hex_spans(text, begin, end, seen)
+        hexes += hex_spans(text, begin, end, seen)
     return _replace(text, hexes)
