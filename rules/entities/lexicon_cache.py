@@ -4,10 +4,10 @@ cost ~0.05 s. Where the bytes are kept is the caller's (a ``Shelf``: the proxy's
 folder, ``proxy.lexicon_shelf``); without one, nothing is kept.
 
 A copy is keyed by everything its value is made of: the packs' bytes (the built-in one and each
-extra file, by path and content), the sources of the modules that compile them, and the Python
-that compiled its regexes (re's code is its build's). Its regexes are kept as re's compiled code
-(``regex_literals.recording``), so reading one back parses and compiles nothing; the unpickler
-builds only the lexicon's own classes and these regexes."""
+extra file, in their order; not where they are), the sources of the modules that compile them,
+and the Python that compiled its regexes (re's code is its build's). Its regexes are kept as re's
+compiled code (``regex_literals.recording``), so reading one back parses and compiles nothing;
+the unpickler builds only the lexicon's own classes and these regexes."""
 
 from __future__ import annotations
 
@@ -60,8 +60,9 @@ def key_of(sources: Iterable[Path], packs: Iterable[Path]) -> str | None:
     try:
         for path in [*sources, Path(__file__)]:
             digest.update(b"source\x00" + path.read_bytes() + b"\x00")
-        for path in packs:
-            digest.update(f"pack\x00{path}\x00".encode() + path.read_bytes() + b"\x00")
+        for at, path in enumerate(packs):  # by place and bytes, not path: an image compiles
+            # them where it builds (/app), its server reads them from site-packages
+            digest.update(f"pack\x00{at}\x00".encode() + path.read_bytes() + b"\x00")
     except OSError:
         return None
     return digest.hexdigest()

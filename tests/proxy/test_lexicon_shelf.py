@@ -97,6 +97,18 @@ def test_the_key_is_the_packs_and_the_code(tmp_path: Path) -> None:
     assert lexicon_cache.key_of([source], [tmp_path / "missing.yaml"]) is None
 
 
+def test_the_key_is_the_same_wherever_the_code_and_packs_are_installed(tmp_path: Path) -> None:
+    """The image compiles them from its build folder (``python -m proxy.lexicon_shelf`` in
+    /app), the server runs from site-packages: the same bytes, the same key."""
+    copies = []
+    for folder in (tmp_path / "app", tmp_path / "site-packages"):
+        folder.mkdir()
+        (folder / "m.py").write_text("x = 1\n")
+        (folder / "references.yaml").write_text("references: {}\n")
+        copies.append(lexicon_cache.key_of([folder / "m.py"], [folder / "references.yaml"]))
+    assert copies[0] is not None and copies[0] == copies[1]
+
+
 def test_the_folder_is_the_users_cache_unless_set() -> None:
     assert default_dir({"HOME": "/h"}) == Path("/h/.cache/ctxproxy")
     assert default_dir({"HOME": "/h", "XDG_CACHE_HOME": "/x"}) == Path("/x/ctxproxy")
