@@ -59,7 +59,14 @@ async def refused(
     if not prepared.finished:
         await prepared.let_go()
         return
-    first = await finished(prepared, request_id)
+    await put_back(engine, request_id, await finished(prepared, request_id), last)
+
+
+async def put_back(
+    engine: Engine, request_id: str, first: Rewritten, last: Rewritten | None = None
+) -> None:
+    """``Engine.take_back(first, last)``, run to its end even when the client goes meanwhile
+    (shielded); a failure is logged."""
     putting = asyncio.ensure_future(engine.take_back(first, last))
     putting.add_done_callback(functools.partial(_put_back, request_id))
     try:

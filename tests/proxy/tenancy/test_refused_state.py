@@ -170,3 +170,25 @@ async def _in_database(url: str, sid: str) -> Any:
         return orjson.loads(await conn.fetchval("SELECT state FROM sessions WHERE id = $1", sid))
     finally:
         await conn.close()
+
+
+def test_an_overflow_its_rescue_could_not_shrink_leaves_the_state_as_it_was(
+    served: tuple[str, Any], upstream: EdgeUpstream
+) -> None:
+    """The rescue rewrote the request (and so saved a state) but its floor did not fit: nothing
+    was retried, and neither rewrite's state stays."""
+    base, app = served
+    upstream.reply = Reply.json(chat_completion("ok"))
+    assert post(base, request(*FIRST)).status_code == 200
+    before = stored(app)
+    message = (
+        "This model's maximum context length is 1500 tokens. However, your messages resulted "
+        "in 5000 tokens. Please reduce the length of the messages."
+    )
+    error = {"message": message, "type": "invalid_request_error", "param": "messages"}
+    upstream.reply = Reply.json({"error": {**error, "code": "context_length_exceeded"}}, 400)
+    seen = len(upstream.seen)
+    task = "Refactor:\n" + "\n".join(f"x_{i} = {i} * 17  # step {i}" for i in range(900))
+    assert post(base, request(*SECOND, user(task))).status_code == 400
+    assert len(upstream.seen) == seen + 1  # not retried: its floor alone is over the window
+    assert stored(app) == before
