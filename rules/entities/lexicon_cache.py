@@ -28,6 +28,9 @@ from rules.regex_literals import Code, recording
 
 _sre: Any = importlib.import_module("_sre")
 FORMAT = b"ctxproxy-lexicons-1"
+# a copy inflated is ~8 MiB (an encoding's ~3): a file this far over it is no copy of ours (and
+# zlib inflates ~1,000 times, so its 64 MiB on disk could have asked for 64 GiB)
+MAX_INFLATED = 256 << 20
 T = TypeVar("T")
 
 
@@ -141,4 +144,13 @@ def _load(data: bytes, classes: Mapping[str, type]) -> Any:
     head, _, body = data.partition(b"\x00")
     if head != FORMAT:
         raise ValueError("not a lexicon copy of this format")
-    return _Unpickler(io.BytesIO(zlib.decompress(body)), classes).load()
+    return _Unpickler(io.BytesIO(inflated(body)), classes).load()
+
+
+def inflated(body: bytes) -> bytes:
+    """``zlib.decompress(body)``, at most ``MAX_INFLATED`` bytes of it (else ValueError)."""
+    inflate = zlib.decompressobj()
+    out = inflate.decompress(body, MAX_INFLATED)
+    if inflate.unconsumed_tail or not inflate.eof:
+        raise ValueError("a kept copy larger than any of ours, or truncated")
+    return out

@@ -8,7 +8,7 @@ import os
 import pickle
 import re
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -168,3 +168,27 @@ def test_a_recording_inside_another_ends_alone() -> None:
         compile_once("recorded")
     assert list(outer) == [("recorded", re.UNICODE)] and not inner
     assert regex_literals._RECORDS == []  # nothing records any more
+
+
+def test_a_copy_that_inflates_past_its_bound_is_not_read(
+    shelf: DirShelf, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A kept copy is at most ``MAX_BYTES`` compressed, which a crafted one inflates ~1,000
+    times (64 GiB): it is read only up to its bound, then compiled again."""
+    monkeypatch.setattr(lexicon_cache, "MAX_INFLATED", 1 << 20)
+    body = b"\x00" + zlib.compress(bytes(64 << 20), 9)
+    assert _refused_within(8 << 20, lexicon_cache._load, lexicon_cache.FORMAT + body, {})
+    assert _refused_within(8 << 20, kept_encodings._load, kept_encodings.FORMAT + body)
+
+
+def _refused_within(limit: int, load: Callable[..., object], *args: object) -> bool:
+    """Whether ``load(*args)`` raises ValueError having held under ``limit`` bytes at most."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError):
+            load(*args)
+        return tracemalloc.get_traced_memory()[1] < limit
+    finally:
+        tracemalloc.stop()
