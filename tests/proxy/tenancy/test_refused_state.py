@@ -192,3 +192,24 @@ def test_an_overflow_its_rescue_could_not_shrink_leaves_the_state_as_it_was(
     assert post(base, request(*SECOND, user(task))).status_code == 400
     assert len(upstream.seen) == seen + 1  # not retried: its floor alone is over the window
     assert stored(app) == before
+
+
+def test_a_refused_request_of_a_state_stored_trimmed_leaves_it_as_it_was(
+    served: tuple[str, Any], upstream: EdgeUpstream
+) -> None:
+    """A state over ``limits.max_state_bytes`` is stored without its largest namespaces, and
+    the store then holds that trimmed copy, not the state saved: it is still the refused
+    request's own, and is put back."""
+    base, app = served
+    store = app.state.services.store
+    upstream.reply = Reply.json(chat_completion("ok"))
+    assert post(base, request(*FIRST)).status_code == 200
+    asyncio.run(asyncio.sleep(0.5))  # written
+    full = len(orjson.dumps(stored(app)[0]))
+    store.max_state_bytes = full - 1  # its largest namespace left out from now on
+    before = stored(app)
+    error = {"error": {"message": "slow down", "type": "rate_limit", "code": "rate_limited"}}
+    upstream.reply = Reply.json(error, 429)
+    upstream.reply.header_delay_s = 1.0  # the refused request's state written meanwhile
+    assert post(base, request(*SECOND)).status_code == 429
+    assert stored(app) == before
