@@ -119,14 +119,23 @@ def test_the_folder_is_the_users_cache_unless_set() -> None:
 def test_an_image_build_compiles_them_into_the_cache_folder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import tiktoken
+
+    from proxy import tokens
+
     monkeypatch.setenv("CTXPROXY_CACHE_DIR", str(tmp_path / "c"))
     ref_lexicon.load_lexicons.cache_clear()
+    # as in the build's fresh process: no encoding built yet (an earlier test's would be used)
+    for name in ("o200k_base", "cl100k_base"):
+        monkeypatch.delitem(tiktoken.registry.ENCODINGS, name, raising=False)
+    tokens._encoding.cache_clear()
     try:
         lexicon_shelf.main()  # python -m proxy.lexicon_shelf
     finally:
         lexicon_cache.use(None)
         kept_encodings.use(None)
         ref_lexicon.load_lexicons.cache_clear()
+        tokens._encoding.cache_clear()
     kept = sorted(p.name.split("-")[0] for p in (tmp_path / "c").iterdir())
     assert kept == ["encoding", "encoding", "lexicons"]
 
