@@ -201,3 +201,19 @@ def _refused_within(limit: int, load: Callable[..., object], *args: object) -> b
         return tracemalloc.get_traced_memory()[1] < limit
     finally:
         tracemalloc.stop()
+
+
+def test_a_copy_that_is_no_file_is_not_waited_on(shelf: DirShelf) -> None:
+    """A pipe under a copy's name: opening it to read would wait for a writer for ever (the
+    server's start held); it is no copy, so compiled again."""
+    import subprocess
+    import sys
+
+    kept = _keep_one(shelf)
+    kept.unlink()
+    os.mkfifo(kept, 0o600)
+    probe = "from proxy.lexicon_shelf import DirShelf\n"
+    probe += f"print(DirShelf(__import__('pathlib').Path({str(shelf.folder)!r})).read('k'))"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
+    done = subprocess.run([sys.executable, "-c", probe], env=env, timeout=10, capture_output=True)
+    assert done.stdout.strip() == b"None"
