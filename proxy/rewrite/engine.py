@@ -353,4 +353,6 @@ def _still_saved(now: SessionState, done: SessionState) -> bool:
     if now is done:
         return True
     stored, saved = now.data, done.data
+    if not stored:  # none (the session pruned meanwhile) is no copy of a state: not revived
+        return not saved
     return stored.keys() <= saved.keys() and all(saved[ns] == v for ns, v in stored.items())

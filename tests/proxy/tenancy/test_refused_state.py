@@ -213,3 +213,15 @@ def test_a_refused_request_of_a_state_stored_trimmed_leaves_it_as_it_was(
     upstream.reply.header_delay_s = 1.0  # the refused request's state written meanwhile
     assert post(base, request(*SECOND)).status_code == 429
     assert stored(app) == before
+
+
+def test_what_counts_as_the_refused_requests_own_state() -> None:
+    from proxy.rewrite.engine import _still_saved
+    from rules.base import SessionState
+
+    saved = SessionState({"_lineage": "l", "history": [1, 2], "working_set": {"goal": "g"}})
+    assert _still_saved(saved, saved)
+    assert _still_saved(SessionState(orjson.loads(orjson.dumps(saved.data))), saved)  # read back
+    assert _still_saved(SessionState({"_lineage": "l", "working_set": {"goal": "g"}}), saved)
+    assert not _still_saved(SessionState({"_lineage": "l", "history": [1, 2, 3]}), saved)
+    assert not _still_saved(SessionState(), saved)  # pruned meanwhile: not brought back
