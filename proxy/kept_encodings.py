@@ -15,6 +15,8 @@ import sys
 import zlib
 from typing import Any, Protocol
 
+from rules.entities.lexicon_cache import inflated
+
 PREFIX = "encoding-"
 FORMAT = b"ctxproxy-encoding-1"
 
@@ -87,7 +89,7 @@ def _load(data: bytes) -> dict[str, Any]:
     head, _, body = data.partition(b"\x00")
     if head != FORMAT:
         raise ValueError("not an encoding copy of this format")
-    arguments = _Plain(io.BytesIO(zlib.decompress(body))).load()
+    arguments = _Plain(io.BytesIO(inflated(body))).load()
     if not isinstance(arguments, dict) or not isinstance(arguments.get("mergeable_ranks"), dict):
         raise ValueError("not an encoding's arguments")
     return arguments

@@ -58,7 +58,9 @@ class DirShelf:
     def read(self, key: str) -> bytes | None:
         try:
             with self._opened() as folder:
-                fd = os.open(f"{self.prefix}{key}", os.O_RDONLY | os.O_NOFOLLOW, dir_fd=folder)
+                # not blocking: a pipe under its name would wait for a writer (checked below)
+                flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+                fd = os.open(f"{self.prefix}{key}", flags, dir_fd=folder)
                 with os.fdopen(fd, "rb") as file:
                     info = os.fstat(file.fileno())
                     if not stat.S_ISREG(info.st_mode) or not _private(info):

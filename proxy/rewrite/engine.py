@@ -339,9 +339,20 @@ class Engine(RequestContexts, Lifting):
             return False
         slot = self.hold_slots.lease(current_lane(first.principal))
         async with self.store.session(first.session_id, slot) as held:
-            now = held.state
-            if now is not done and now.data != done.data:
+            if not _still_saved(held.state, done):
                 return False
             await held.save(kept.before, None)
         kept.state = saved.state = None  # put back: nothing of theirs is stored
         return True
+
+
+def _still_saved(now: SessionState, done: SessionState) -> bool:
+    """Whether what is stored (``now``) is still the state a request saved (``done``): itself,
+    an equal one (read back), or it as stored over the state bound (``limits.max_state_bytes``:
+    some namespaces left out, ``proxy.store.state_bytes.stored_state``), the rest the same."""
+    if now is done:
+        return True
+    stored, saved = now.data, done.data
+    if not stored:  # none (the session pruned meanwhile) is no copy of a state: not revived
+        return not saved
+    return stored.keys() <= saved.keys() and all(saved[ns] == v for ns, v in stored.items())

@@ -8,7 +8,8 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any
 
 from proxy.failures import STOPPING
 from proxy.rewrite.prepared import Prepared
@@ -54,13 +55,30 @@ async def refused(
     """A request refused (by the upstream, or by the proxy after its rewrite) leaves its
     session's state as it was, before its answer is sent (a client retrying at once would run
     on the refused attempt's state): not saved when its finish has not begun, else put back
-    (``Engine.take_back``; ``last``: the overflow rescue's retry), to the end even when the
-    client goes meanwhile. A failure is logged."""
+    once saved (``Engine.take_back``; ``last``: the overflow rescue's retry), to the end even
+    when the client goes meanwhile, its save still running or not. A failure is logged."""
     if not prepared.finished:
         await prepared.let_go()
         return
-    first = await finished(prepared, request_id)
-    putting = asyncio.ensure_future(engine.take_back(first, last))
+
+    async def put_back_once_saved() -> bool:
+        return await engine.take_back(await finished(prepared, request_id), last)
+
+    await _to_the_end(request_id, put_back_once_saved())
+
+
+async def put_back(
+    engine: Engine, request_id: str, first: Rewritten, last: Rewritten | None = None
+) -> None:
+    """``Engine.take_back(first, last)``, run to its end even when the client goes meanwhile
+    (shielded); a failure is logged."""
+    await _to_the_end(request_id, engine.take_back(first, last))
+
+
+async def _to_the_end(request_id: str, putting_back: Coroutine[Any, Any, bool]) -> None:
+    """``putting_back`` in a task of its own, shielded from the caller's cancellation (which is
+    raised all the same); its failure logged, not raised."""
+    putting = asyncio.ensure_future(putting_back)
     putting.add_done_callback(functools.partial(_put_back, request_id))
     try:
         await asyncio.shield(putting)

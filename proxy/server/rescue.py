@@ -19,6 +19,7 @@ from proxy.errors import ProxyError
 from proxy.failures import STOPPING
 from proxy.rewrite.engine import Rewritten
 from proxy.server.body_work import captured_json
+from proxy.server.forward_first import put_back
 from proxy.server.stream_deadline import answer_bound
 from proxy.upstream import UpstreamResponse
 from proxy.upstream.overflow import Overflow, overflow_of
@@ -74,10 +75,7 @@ async def rescue_overflow(
     except ProxyError as exc:
         info["outcome"], info["status"] = "failed_again", exc.status
         await _record(s, row, second, info)
-        try:  # refused: the session's state as the first request found it
-            await s.engine.take_back(rewritten, second)
-        except Exception:
-            log.exception("request %s: putting the session's state back failed", row["id"])
+        await put_back(s.engine, row["id"], rewritten, second)  # as the first found it
         raise
     fitted = retry.status < 400
     info["outcome"], info["status"] = ("fitted" if fitted else "failed_again"), retry.status
@@ -147,11 +145,10 @@ async def _compacted(
         info["outcome"] = "floor_too_big"
         return None, info
     after = info["tokens_after"] = prompt_tokens(second.report)
-    if after > budget:
-        info["outcome"] = "floor_too_big"
-        return None, info
-    if after >= before:
-        info["outcome"] = "no_gain"
+    if after > budget or after >= before:
+        info["outcome"] = "floor_too_big" if after > budget else "no_gain"
+        # never sent: the state it saved and its ledger note are taken back
+        await put_back(engine, row["id"], second)
         return None, info
     return second, info
 

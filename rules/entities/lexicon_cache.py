@@ -4,10 +4,10 @@ cost ~0.05 s. Where the bytes are kept is the caller's (a ``Shelf``: the proxy's
 folder, ``proxy.lexicon_shelf``); without one, nothing is kept.
 
 A copy is keyed by everything its value is made of: the packs' bytes (the built-in one and each
-extra file, by path and content), the sources of the modules that compile them, and the Python
-that compiled its regexes (re's code is its build's). Its regexes are kept as re's compiled code
-(``regex_literals.recording``), so reading one back parses and compiles nothing; the unpickler
-builds only the lexicon's own classes and these regexes."""
+extra file, in their order; not where they are), the sources of the modules that compile them,
+and the Python that compiled its regexes (re's code is its build's). Its regexes are kept as re's
+compiled code (``regex_literals.recording``), so reading one back parses and compiles nothing;
+the unpickler builds only the lexicon's own classes and these regexes."""
 
 from __future__ import annotations
 
@@ -28,6 +28,9 @@ from rules.regex_literals import Code, recording
 
 _sre: Any = importlib.import_module("_sre")
 FORMAT = b"ctxproxy-lexicons-1"
+# a copy inflated is ~8 MiB (an encoding's ~3): a file this far over it is no copy of ours (and
+# zlib inflates ~1,000 times, so its 64 MiB on disk could have asked for 64 GiB)
+MAX_INFLATED = 256 << 20
 T = TypeVar("T")
 
 
@@ -60,8 +63,9 @@ def key_of(sources: Iterable[Path], packs: Iterable[Path]) -> str | None:
     try:
         for path in [*sources, Path(__file__)]:
             digest.update(b"source\x00" + path.read_bytes() + b"\x00")
-        for path in packs:
-            digest.update(f"pack\x00{path}\x00".encode() + path.read_bytes() + b"\x00")
+        for at, path in enumerate(packs):  # by place and bytes, not path: an image compiles
+            # them where it builds (/app), its server reads them from site-packages
+            digest.update(f"pack\x00{at}\x00".encode() + path.read_bytes() + b"\x00")
     except OSError:
         return None
     return digest.hexdigest()
@@ -140,4 +144,13 @@ def _load(data: bytes, classes: Mapping[str, type]) -> Any:
     head, _, body = data.partition(b"\x00")
     if head != FORMAT:
         raise ValueError("not a lexicon copy of this format")
-    return _Unpickler(io.BytesIO(zlib.decompress(body)), classes).load()
+    return _Unpickler(io.BytesIO(inflated(body)), classes).load()
+
+
+def inflated(body: bytes) -> bytes:
+    """``zlib.decompress(body)``, at most ``MAX_INFLATED`` bytes of it (else ValueError)."""
+    inflate = zlib.decompressobj()
+    out = inflate.decompress(body, MAX_INFLATED)
+    if inflate.unconsumed_tail or not inflate.eof:
+        raise ValueError("a kept copy larger than any of ours, or truncated")
+    return out

@@ -10,7 +10,7 @@ import re
 import subprocess
 import sys
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -99,6 +99,18 @@ def test_the_key_is_the_packs_and_the_code(tmp_path: Path) -> None:
     assert lexicon_cache.key_of([source], [tmp_path / "missing.yaml"]) is None
 
 
+def test_the_key_is_the_same_wherever_the_code_and_packs_are_installed(tmp_path: Path) -> None:
+    """The image compiles them from its build folder (``python -m proxy.lexicon_shelf`` in
+    /app), the server runs from site-packages: the same bytes, the same key."""
+    copies = []
+    for folder in (tmp_path / "app", tmp_path / "site-packages"):
+        folder.mkdir()
+        (folder / "m.py").write_text("x = 1\n")
+        (folder / "references.yaml").write_text("references: {}\n")
+        copies.append(lexicon_cache.key_of([folder / "m.py"], [folder / "references.yaml"]))
+    assert copies[0] is not None and copies[0] == copies[1]
+
+
 def test_the_folder_is_the_users_cache_unless_set() -> None:
     assert default_dir({"HOME": "/h"}) == Path("/h/.cache/ctxproxy")
     assert default_dir({"HOME": "/h", "XDG_CACHE_HOME": "/x"}) == Path("/x/ctxproxy")
@@ -154,3 +166,43 @@ def test_a_recording_inside_another_ends_alone() -> None:
         compile_once("recorded")
     assert list(outer) == [("recorded", re.UNICODE)] and not inner
     assert regex_literals._RECORDS == []  # nothing records any more
+
+
+def test_a_copy_that_inflates_past_its_bound_is_not_read(
+    shelf: DirShelf, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A kept copy is at most ``MAX_BYTES`` compressed, which a crafted one inflates ~1,000
+    times (64 GiB): it is read only up to its bound, then compiled again."""
+    monkeypatch.setattr(lexicon_cache, "MAX_INFLATED", 1 << 20)
+    body = b"\x00" + zlib.compress(bytes(64 << 20), 9)
+    assert _refused_within(8 << 20, lexicon_cache._load, lexicon_cache.FORMAT + body, {})
+    assert _refused_within(8 << 20, kept_encodings._load, kept_encodings.FORMAT + body)
+
+
+def _refused_within(limit: int, load: Callable[..., object], *args: object) -> bool:
+    """Whether ``load(*args)`` raises ValueError having held under ``limit`` bytes at most."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError):
+            load(*args)
+        return tracemalloc.get_traced_memory()[1] < limit
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_copy_that_is_no_file_is_not_waited_on(shelf: DirShelf) -> None:
+    """A pipe under a copy's name: opening it to read would wait for a writer for ever (the
+    server's start held); it is no copy, so compiled again."""
+    import subprocess
+    import sys
+
+    kept = _keep_one(shelf)
+    kept.unlink()
+    os.mkfifo(kept, 0o600)
+    probe = "from proxy.lexicon_shelf import DirShelf\n"
+    probe += f"print(DirShelf(__import__('pathlib').Path({str(shelf.folder)!r})).read('k'))"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
+    done = subprocess.run([sys.executable, "-c", probe], env=env, timeout=10, capture_output=True)
+    assert done.stdout.strip() == b"None"

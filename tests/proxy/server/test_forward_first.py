@@ -226,3 +226,43 @@ async def test_rewrite_returns_with_the_state_saved(
             services.engine.rewrite(request(user("hi")), {}, now=1001.0, session_id="cli"), 10
         )
         assert again.cache is not None
+
+
+async def test_a_refused_request_whose_client_goes_while_it_saves_is_still_put_back() -> None:
+    """The upstream refused at once, while the request's state was still being saved: the
+    client going then (its task cancelled) left the save to end and the state it saved stood,
+    never put back."""
+    import contextlib
+
+    from proxy.rewrite.prepared import Prepared
+    from proxy.rewrite.rewritten import Rewritten
+    from proxy.server.forward_first import refused
+
+    saving = asyncio.Event()
+    saved = asyncio.Event()
+
+    async def finish() -> Any:
+        saving.set()
+        await asyncio.sleep(0.05)  # a heavy request's state redacted in the worker
+        saved.set()
+        return None
+
+    taken_back: list[Rewritten] = []
+
+    class _Engine:
+        async def take_back(self, first: Rewritten, last: Rewritten | None = None) -> bool:
+            taken_back.append(first)
+            return True
+
+    rewritten = Rewritten({}, {}, "p/s", None)  # type: ignore[typeddict-item]
+    prepared = Prepared(rewritten, finish, contextlib.AsyncExitStack())
+    prepared.finish_soon()  # as just before the upstream call
+    refusing = asyncio.ensure_future(refused(_Engine(), prepared, "r1"))  # type: ignore[arg-type]
+    await saving.wait()
+    refusing.cancel()  # the client went away
+    with contextlib.suppress(asyncio.CancelledError):
+        await refusing
+    await asyncio.wait_for(saved.wait(), 5)
+    for _ in range(20):
+        await asyncio.sleep(0.01)
+    assert len(taken_back) == 1

@@ -170,3 +170,58 @@ async def _in_database(url: str, sid: str) -> Any:
         return orjson.loads(await conn.fetchval("SELECT state FROM sessions WHERE id = $1", sid))
     finally:
         await conn.close()
+
+
+def test_an_overflow_its_rescue_could_not_shrink_leaves_the_state_as_it_was(
+    served: tuple[str, Any], upstream: EdgeUpstream
+) -> None:
+    """The rescue rewrote the request (and so saved a state) but its floor did not fit: nothing
+    was retried, and neither rewrite's state stays."""
+    base, app = served
+    upstream.reply = Reply.json(chat_completion("ok"))
+    assert post(base, request(*FIRST)).status_code == 200
+    before = stored(app)
+    message = (
+        "This model's maximum context length is 1500 tokens. However, your messages resulted "
+        "in 5000 tokens. Please reduce the length of the messages."
+    )
+    error = {"message": message, "type": "invalid_request_error", "param": "messages"}
+    upstream.reply = Reply.json({"error": {**error, "code": "context_length_exceeded"}}, 400)
+    seen = len(upstream.seen)
+    task = "Refactor:\n" + "\n".join(f"x_{i} = {i} * 17  # step {i}" for i in range(900))
+    assert post(base, request(*SECOND, user(task))).status_code == 400
+    assert len(upstream.seen) == seen + 1  # not retried: its floor alone is over the window
+    assert stored(app) == before
+
+
+def test_a_refused_request_of_a_state_stored_trimmed_leaves_it_as_it_was(
+    served: tuple[str, Any], upstream: EdgeUpstream
+) -> None:
+    """A state over ``limits.max_state_bytes`` is stored without its largest namespaces, and
+    the store then holds that trimmed copy, not the state saved: it is still the refused
+    request's own, and is put back."""
+    base, app = served
+    store = app.state.services.store
+    upstream.reply = Reply.json(chat_completion("ok"))
+    assert post(base, request(*FIRST)).status_code == 200
+    asyncio.run(asyncio.sleep(0.5))  # written
+    full = len(orjson.dumps(stored(app)[0]))
+    store.max_state_bytes = full - 1  # its largest namespace left out from now on
+    before = stored(app)
+    error = {"error": {"message": "slow down", "type": "rate_limit", "code": "rate_limited"}}
+    upstream.reply = Reply.json(error, 429)
+    upstream.reply.header_delay_s = 1.0  # the refused request's state written meanwhile
+    assert post(base, request(*SECOND)).status_code == 429
+    assert stored(app) == before
+
+
+def test_what_counts_as_the_refused_requests_own_state() -> None:
+    from proxy.rewrite.engine import _still_saved
+    from rules.base import SessionState
+
+    saved = SessionState({"_lineage": "l", "history": [1, 2], "working_set": {"goal": "g"}})
+    assert _still_saved(saved, saved)
+    assert _still_saved(SessionState(orjson.loads(orjson.dumps(saved.data))), saved)  # read back
+    assert _still_saved(SessionState({"_lineage": "l", "working_set": {"goal": "g"}}), saved)
+    assert not _still_saved(SessionState({"_lineage": "l", "history": [1, 2, 3]}), saved)
+    assert not _still_saved(SessionState(), saved)  # pruned meanwhile: not brought back
