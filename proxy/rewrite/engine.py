@@ -326,7 +326,8 @@ class Engine(RequestContexts, Lifting):
         """A request the upstream refused (or the proxy, once its state was saved): its
         session put back to the state ``first`` ran on, where what is stored is still what
         ``last`` (the overflow rescue's retry, else ``first``) saved; a later request's save
-        is left standing. Whether it was put back."""
+        is left standing, and so is one saved between ``first`` and ``last`` (the retry ran
+        on it: that is what goes back). Whether it was put back."""
         last = last or first
         for noted in (last.cache, first.cache):  # the retry's first, then the request's
             if noted is not None:
@@ -337,11 +338,15 @@ class Engine(RequestContexts, Lifting):
         done = saved.state
         if done is None:  # nothing saved
             return False
+        back = saved.before
+        mine = kept.state
+        if mine is not None and (back is mine or back.data == mine.data):
+            back = kept.before  # the retry ran on what ``first`` saved: before both
         slot = self.hold_slots.lease(current_lane(first.principal))
         async with self.store.session(first.session_id, slot) as held:
             now = held.state
             if now is not done and now.data != done.data:
                 return False
-            await held.save(kept.before, None)
+            await held.save(back, None)
         kept.state = saved.state = None  # put back: nothing of theirs is stored
         return True

@@ -1,0 +1,46 @@
+"""``Engine.take_back``: a refused request's state put back, never an accepted one's lost."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from proxy.rewrite.engine import Engine
+from tests.support.factories import assistant, request, result, shell, user
+from tests.support.strict_engine import strict_engine
+
+FIRST = [user("fix the tests"), assistant(None, shell("c1", "cat src/app.py"))]
+FIRST += [result("c1", "def main():\n    return 1\n")]
+REFUSED = [*FIRST, assistant(None, shell("c2", "cat src/db/models.py"))]
+REFUSED += [result("c2", "class User:\n    pass\n"), user("now open docs/notes.md")]
+OTHER = [*FIRST, assistant(None, shell("c3", "cat src/web/routes.py"))]
+OTHER += [result("c3", "ROUTES = []\n"), user("now open src/web/routes.py")]
+
+
+async def _stored(engine: Engine, sid: str) -> Any:
+    state, _ = await engine.store.load_state(sid)
+    return state.data
+
+
+def test_a_rescue_retry_refused_keeps_an_accepted_request_saved_in_between(
+    tmp_path: Path,
+) -> None:
+    """The overflow rescue's retry ran on what a concurrent request of the session saved
+    meanwhile: putting the refused request back restores that, not the state before both."""
+
+    async def go() -> None:
+        async with strict_engine(tmp_path) as engine:
+            sid = "take-back"
+            await engine.rewrite(request(*FIRST), {}, now=1.0, session_id=sid)
+            first = await engine.rewrite(request(*REFUSED), {}, now=2.0, session_id=sid)
+            accepted = await engine.rewrite(request(*OTHER), {}, now=3.0, session_id=sid)
+            assert accepted.saved is not None and accepted.saved.state is not None
+            kept = await _stored(engine, accepted.session_id)
+            retry = await engine.rewrite(
+                first.body, {}, now=4.0, session_id=sid, budget=200
+            )  # the rescue rewrites what it forwarded, under the window the upstream stated
+            assert await engine.take_back(first, retry)
+            assert await _stored(engine, accepted.session_id) == kept
+
+    asyncio.run(go())
