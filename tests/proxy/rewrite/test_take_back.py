@@ -44,3 +44,25 @@ def test_a_rescue_retry_refused_keeps_an_accepted_request_saved_in_between(
             assert await _stored(engine, accepted.session_id) == kept
 
     asyncio.run(go())
+
+
+def test_two_refused_requests_put_back_in_either_order_leave_the_state_before_both(
+    tmp_path: Path,
+) -> None:
+    """Two requests of a session refused (a rate limit on both): the second ran on what the
+    first saved, so the first's state cannot go back while the second's stands; once the second
+    is put back, what it ran on is the first's refused state, and the state before both goes back
+    instead (the next request runs as if neither had been sent)."""
+
+    async def go() -> None:
+        async with strict_engine(tmp_path) as engine:
+            sid = "both-refused"
+            done = await engine.rewrite(request(*FIRST), {}, now=1.0, session_id=sid)
+            kept = await _stored(engine, done.session_id)
+            first = await engine.rewrite(request(*REFUSED), {}, now=2.0, session_id=sid)
+            second = await engine.rewrite(request(*OTHER), {}, now=3.0, session_id=sid)
+            assert not await engine.take_back(first)  # the second's save stands meanwhile
+            assert await engine.take_back(second)
+            assert await _stored(engine, done.session_id) == kept
+
+    asyncio.run(go())
