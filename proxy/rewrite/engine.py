@@ -344,7 +344,7 @@ class Engine(RequestContexts, Lifting):
             return False
         back = saved.before
         mine = kept.state
-        if mine is not None and (back is mine or back.data == mine.data):
+        if last is not first and mine is not None and (back is mine or back.data == mine.data):
             back = kept.before  # the retry ran on what ``first`` saved: before both
         sid = first.session_id
         slot = self.hold_slots.lease(current_lane(first.principal))

@@ -66,3 +66,23 @@ def test_two_refused_requests_put_back_in_either_order_leave_the_state_before_bo
             assert await _stored(engine, done.session_id) == kept
 
     asyncio.run(go())
+
+
+def test_a_refused_request_of_a_sub_agent_keeps_its_parent(tmp_path: Path) -> None:
+    """Put back, a session created under a parent is still that parent's: its next request
+    reads the parent's entities as before the refusal."""
+
+    async def go() -> None:
+        async with strict_engine(tmp_path) as engine:
+            await engine.rewrite(request(*FIRST), {}, now=1.0, session_id="lead")
+            kw: dict[str, Any] = {"session_id": "worker", "parent_session_id": "lead"}
+            done = await engine.rewrite(request(*FIRST), {}, now=2.0, **kw)
+            assert done.parent_session_id is not None
+            refused = await engine.rewrite(request(*REFUSED), {}, now=3.0, **kw)
+            assert await engine.take_back(refused)
+            _, parent = await engine.store.load_state(done.session_id)
+            assert parent == done.parent_session_id
+            again = await engine.rewrite(request(*REFUSED), {}, now=4.0, **kw)
+            assert again.parent_session_id == done.parent_session_id
+
+    asyncio.run(go())
