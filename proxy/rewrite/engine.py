@@ -32,6 +32,7 @@ from proxy.rewrite.offload import OFFLOAD_BYTES as OFFLOAD_BYTES  # the tests' t
 from proxy.rewrite.offload import Offload, command_bytes, current_lane, items_of, redacting_restore
 from proxy.rewrite.pipeline import PREFIX_NAMESPACE, Pipeline, PipelineOutcome
 from proxy.rewrite.prepared import Prepared
+from proxy.rewrite.refused_states import RefusedStates
 from proxy.rewrite.request_context import RequestContexts, _Request
 from proxy.rewrite.resolver import Resolver
 from proxy.rewrite.rewritten import Rewritten as Rewritten  # where callers find it
@@ -77,6 +78,7 @@ class Engine(RequestContexts, Lifting):
         self.ledger = CacheLedger()  # each session's previous request, for the cache attribution
         # windows upstreams stated in "prompt too long" errors (proxy.server.rescue)
         self.learned = LearnedWindows()
+        self.refused = RefusedStates()  # refused requests' states a later save stands on
         # one worker: the pipeline holds the GIL, so more threads would only take turns with it;
         # the server parses heavy bodies (and counts their tokens) there too
         self.offload = Offload()
@@ -326,7 +328,10 @@ class Engine(RequestContexts, Lifting):
         """A request the upstream refused (or the proxy, once its state was saved): its
         session put back to the state ``first`` ran on, where what is stored is still what
         ``last`` (the overflow rescue's retry, else ``first``) saved; a later request's save
-        is left standing. Whether it was put back."""
+        is left standing, and so is one saved between ``first`` and ``last`` (the retry ran
+        on it: that is what goes back). A state refused and left standing so is put back past
+        once the request that stood on it is refused too (``RefusedStates``). Whether it was
+        put back."""
         last = last or first
         for noted in (last.cache, first.cache):  # the retry's first, then the request's
             if noted is not None:
@@ -337,11 +342,17 @@ class Engine(RequestContexts, Lifting):
         done = saved.state
         if done is None:  # nothing saved
             return False
+        back = saved.before
+        mine = kept.state
+        if last is not first and mine is not None and (back is mine or back.data == mine.data):
+            back = kept.before  # the retry ran on what ``first`` saved: before both
+        sid = first.session_id
         slot = self.hold_slots.lease(current_lane(first.principal))
-        async with self.store.session(first.session_id, slot) as held:
+        async with self.store.session(sid, slot) as held:
             if not _still_saved(held.state, done):
+                self.refused.note(sid, done, back)  # a later save stands on it
                 return False
-            await held.save(kept.before, None)
+            await held.save(self.refused.before(sid, back), None)
         kept.state = saved.state = None  # put back: nothing of theirs is stored
         return True
 

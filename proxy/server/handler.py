@@ -248,7 +248,7 @@ class ProtocolHandler:
                 # a "prompt too long" answer: compacted to the stated window, retried once
                 first = rewritten
                 response, rewritten = await rescue_overflow(
-                    self.s, wire, call, rewritten, response, row, len(raw)
+                    self.s, wire, call, rewritten, response, row, len(raw), body
                 )
                 if rewritten is not first:
                     pending = rewritten.cache

@@ -49,17 +49,21 @@ async def rescue_overflow(
     response: UpstreamResponse,
     row: dict[str, Any],
     raw_size: int = 0,
+    client: dict[str, Any] | None = None,
 ) -> tuple[UpstreamResponse, Rewritten]:
     """The answer to relay and the rewrite it answers: the retry's when there was one, else the
     upstream's own. Errors of the retry call itself (a timeout …) propagate as the first call's
-    would, with the rescue recorded."""
+    would, with the rescue recorded. ``client``: the client's body, which the retry rewrites
+    (else the forwarded one)."""
     if response.chunks is not None:
         return response, rewritten
     overflow = overflow_of(response.status, response.body)
     if overflow is None:
         return response, rewritten
     try:
-        second, info = await _compacted(s, wire, rewritten, overflow, call.headers, row, raw_size)
+        second, info = await _compacted(
+            s, wire, rewritten, overflow, call.headers, row, raw_size, client
+        )
     except STOPPING:
         raise
     except BaseException:  # a bug of ours (or a native panic) must not turn a 400 into our 500
@@ -99,8 +103,14 @@ async def _compacted(
     headers: Mapping[str, str],
     row: dict[str, Any],
     raw_size: int,
+    client: dict[str, Any] | None,
 ) -> tuple[Rewritten | None, RescueSummary]:
-    """The request rewritten to fit the stated window, or None (and why) when it cannot be."""
+    """The request rewritten to fit the stated window, or None (and why) when it cannot be.
+    The rewrite is of the client's body, on the state the refused attempt ran on (that attempt
+    put back first): the rules run once on what the client sent, never again on their own
+    output (its dropped-turns lines read as user turns, its notes as results), and the
+    retry's state is what the client's request under that budget leaves. A rewrite not sent
+    is put back too."""
     before = prompt_tokens(rewritten.report)
     info: RescueSummary = {
         "window": overflow.window,
@@ -128,9 +138,10 @@ async def _compacted(
     if budget >= before:  # by our count it fitted already: our count falls short
         budget = int(before * SHORTFALL_MARGIN)
     info["learned"], info["budget"] = learned, budget
+    await engine.take_back(rewritten)  # refused: the retry runs on what it ran on
     try:
         second = await engine.rewrite(
-            body,
+            body if client is None else client,
             headers,
             now=row["created_at"],
             session_id=rewritten.client_session,

@@ -296,3 +296,20 @@ def _chunk(content: str | None, finish: str | None = None) -> dict[str, Any]:
         "model": MODEL,
         "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
     }
+
+
+def test_the_retry_rewrites_the_clients_request_not_the_forwarded_one(
+    live_proxy, edge: EdgeUpstream
+) -> None:
+    """The first forwarded request was compacted already (its dropped-turns line in place of
+    turns): the retry is the client's request compacted further, so its lines count the
+    client's messages, never the first's line as a user turn nor a line per earlier compaction."""
+    messages = conversation(24)
+    edge.replies = [openai_overflow(count(messages)), Reply.json(chat_completion("fitted"))]
+    pipeline = {"on_rule_error": "fail", "output_reserve_tokens": RESERVE, "budget_tokens": 5000}
+    proxy = live_proxy(proxy_settings(edge.base_url, pipeline=pipeline))
+    client_for(proxy).chat.completions.create(model=MODEL, messages=messages)
+    first, retry = (seen.json()["messages"] for seen in edge.seen)
+    lines = [m["content"] for m in retry if "[ctxproxy: dropped" in str(m.get("content"))]
+    assert any("[ctxproxy: dropped" in str(m.get("content")) for m in first)
+    assert len(lines) == 1 and "user" not in lines[0].split(" to fit")[0]

@@ -225,3 +225,26 @@ def test_what_counts_as_the_refused_requests_own_state() -> None:
     assert _still_saved(SessionState({"_lineage": "l", "working_set": {"goal": "g"}}), saved)
     assert not _still_saved(SessionState({"_lineage": "l", "history": [1, 2, 3]}), saved)
     assert not _still_saved(SessionState(), saved)  # pruned meanwhile: not brought back
+
+
+def test_an_overflow_its_rescue_could_not_compact_leaves_the_state_as_it_was(
+    served: tuple[str, Any], upstream: EdgeUpstream
+) -> None:
+    """The rescue's rewrite under the stated window saved a state of its own, then found
+    nothing to gain (its floor over the budget): no retry, the upstream's error answered, and
+    neither the request's state nor the rescue's rewrite's is kept."""
+    base, app = served
+    upstream.reply = Reply.json(chat_completion("ok"))
+    assert post(base, request(*FIRST)).status_code == 200
+    before = stored(app)
+    message = (
+        "This model's maximum context length is 1500 tokens. However, your messages resulted "
+        "in 5000 tokens. Please reduce the length of the messages."
+    )
+    error = {"message": message, "type": "invalid_request_error", "param": "messages"}
+    upstream.reply = Reply.json({"error": {**error, "code": "context_length_exceeded"}}, 400)
+    seen = len(upstream.seen)
+    ask = "now explain, step by step, " + " ".join(f"point {i} of the plan" for i in range(900))
+    assert post(base, request(*SECOND[:-1], user(ask))).status_code == 400
+    assert len(upstream.seen) == seen + 1  # nothing the rescue could send
+    assert stored(app) == before
