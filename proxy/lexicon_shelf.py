@@ -2,10 +2,13 @@
 and the tokenizers' merge tables (``proxy.kept_encodings``) between runs: ``$CTXPROXY_CACHE_DIR``,
 else ``$XDG_CACHE_HOME/ctxproxy``, else ``~/.cache/ctxproxy``; set empty, nowhere.
 
-A kept copy is unpickled, so only a file this user alone could have written is read: the folder
-and the file owned by this user, neither writable by the group or others, opened without
-following a link (the folder held open while its file is read, so it cannot be swapped under
-the checks). Anything else, or any error, is a miss: made again as without it."""
+A kept copy is unpickled, and its regexes are re's code, which re does not fully check: only a
+file this user alone (or root) could have written is read: the folder and the file owned by this
+user or by root, neither writable by the group or others, opened without following a link (the
+folder held open while its file is read, so it cannot be swapped under the checks). Anything
+else, or any error, is a miss: made again as without it. The image builds its copy as root into
+a folder its server's user cannot write (``Dockerfile``), so a process able to write as that user
+cannot plant code the server would run at its next start."""
 
 from __future__ import annotations
 
@@ -33,8 +36,9 @@ def default_dir(environ: Mapping[str, str]) -> Path | None:
 
 
 def _private(info: os.stat_result) -> bool:
-    """Owned by this user and writable by no one else."""
-    return info.st_uid == os.geteuid() and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+    """Owned by this user or by root, and writable by no one else."""
+    owner_ok = info.st_uid in (os.geteuid(), 0)
+    return owner_ok and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
 
 
 class DirShelf:

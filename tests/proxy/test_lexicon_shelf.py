@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import pickle
 import re
+import stat
 import subprocess
 import sys
 import zlib
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from proxy import kept_encodings
+from proxy import kept_encodings, lexicon_shelf
 from proxy.lexicon_shelf import PREFIX, DirShelf, default_dir
 from rules.entities import lexicon_cache, ref_lexicon
 from rules.regex_literals import compile_once
@@ -74,6 +75,34 @@ def test_only_a_copy_this_user_alone_could_write_is_read(shelf: DirShelf) -> Non
     shelf.folder.rename(moved)
     shelf.folder.symlink_to(moved)  # the folder itself a link
     assert shelf.read("k") is None
+
+
+def test_a_copy_is_trusted_from_this_user_or_root_and_writable_by_none_else(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(lexicon_shelf.os, "geteuid", lambda: 10001)  # the image's server user
+
+    def info(uid: int, mode: int) -> os.stat_result:
+        return os.stat_result((stat.S_IFREG | mode, 0, 0, 1, uid, 0, 0, 0, 0, 0))
+
+    assert lexicon_shelf._private(info(10001, 0o600))
+    assert lexicon_shelf._private(info(0, 0o644))  # the image's copy, built as root
+    assert not lexicon_shelf._private(info(0, 0o664))  # root's, but its group may write it
+    assert not lexicon_shelf._private(info(10002, 0o600))  # another user's
+
+
+def test_the_image_builds_its_copy_where_its_server_cannot_write() -> None:
+    """The image's copy is made as root into a folder its server's user reads and cannot write,
+    the folder its server reads (a copy holds regex code: no process of that user may plant
+    one)."""
+    text = (Path(__file__).parents[2] / "Dockerfile").read_text()
+    user_at = text.index("\nUSER ctxproxy")
+    folder = re.search(r"^ENV CTXPROXY_CACHE_DIR=(\S+)$", text, re.M)
+    assert folder is not None and folder.start() < user_at
+    build = text.index(f"CTXPROXY_CACHE_DIR={folder[1]} python -m proxy.lexicon_shelf")
+    assert build < user_at  # as root
+    assert f"chmod -R a+rX,go-w {folder[1]}" in text[build:user_at]
+    assert "lexicon_shelf" not in text[user_at:]
 
 
 def test_a_corrupt_or_foreign_copy_is_compiled_again(shelf: DirShelf) -> None:
