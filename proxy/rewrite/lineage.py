@@ -43,6 +43,7 @@ from rules.base import Ancestor, Context, Message, SessionState, content_hash, h
 from rules.context import budget_floor, prune, sticky
 from rules.entities import history_restore
 from rules.loops import break_loops
+from rules.messages import role
 
 NAMESPACE = "_lineage"
 RESUME_MEMO = "lineage_resume"  # ``Context.recall`` name: a list, its stored lineage -> its key
@@ -63,6 +64,7 @@ HISTORY = history_restore.NAMESPACE
 ANCHORED = {sticky.NAMESPACE: "blocks", break_loops.NAMESPACE: "notes"}
 MAX_TIPS = 4
 MAX_TIP_BYTES = 64 * 1024
+_SYSTEM_ROLES = ("system", "developer")  # not a conversation's opening message
 
 Key = tuple[int, str]  # (messages, chained hash)
 
@@ -106,12 +108,22 @@ def _untagged(message: Message, tagged_hash: str) -> str:
 def _last_facts(
     hashes: Sequence[str], messages: Sequence[Message], prev: str | None = None
 ) -> list[str]:
-    """The chain of all but the last message (``prev`` when already hashed) and the last
-    message's untagged hash."""
+    """The chain of all but the last message (``prev`` when already hashed), the last
+    message's untagged hash and the opening's (``_opening``)."""
     n = len(hashes)
     if not n or len(messages) != n or not isinstance(messages[-1], dict):
         return []
-    return [chain(hashes, n - 1) if prev is None else prev, _untagged(messages[-1], hashes[-1])]
+    last = _untagged(messages[-1], hashes[-1])
+    return [chain(hashes, n - 1) if prev is None else prev, last, _opening(hashes, messages)]
+
+
+def _opening(hashes: Sequence[str], messages: Sequence[Message]) -> str:
+    """The hash of the history's first message past the system ones ("" with none): a history
+    that no longer holds it is a new conversation under the session's name, not a fork of it."""
+    for h, m in zip(hashes, messages, strict=False):
+        if isinstance(m, dict) and role(m) not in _SYSTEM_ROLES:
+            return h
+    return ""
 
 
 def _retagged(hashes: Sequence[str], head: Sequence[Any], messages: Sequence[Message]) -> bool:
@@ -272,10 +284,18 @@ def record(state: SessionState, key: list[Any]) -> SessionState:
     return state.with_value(NAMESPACE, value)
 
 
-def forked(ctx: Context, resumed: SessionState) -> Context:
+def _reopened(head: Sequence[Any], hashes: Sequence[str], messages: Sequence[Message]) -> bool:
+    """Whether the history no longer holds the head's opening message (``_opening``; a head
+    stored without one: not known)."""
+    if len(head) < 5 or not isinstance(head[4], str) or not head[4] or len(hashes) != len(messages):
+        return False
+    return head[4] not in hashes
+
+
+def forked(ctx: Context, resumed: SessionState, hashes: Sequence[str] = ()) -> Context:
     """``ctx`` on its branch's state after a fork; a side conversation's (``lead_of``) with the
     branch it left as its nearest ancestor, ``<session> (lead)``, its own ancestors behind it."""
-    lead = lead_of(ctx.state, resumed, ctx.original_messages)
+    lead = lead_of(ctx.state, resumed, ctx.original_messages, hashes)
     if lead is None:
         return ctx.evolve(state=resumed)
     name = f"{split_scoped(ctx.session_id)[1]} (lead)"
@@ -284,19 +304,30 @@ def forked(ctx: Context, resumed: SessionState) -> Context:
 
 
 def lead_of(
-    stored: SessionState, resumed: SessionState, messages: Sequence[Message]
+    stored: SessionState,
+    resumed: SessionState,
+    messages: Sequence[Message],
+    hashes: Sequence[str] = (),
 ) -> SessionState | None:
     """The branch a side conversation under the same session id left (Claude Code runs its
     sub-agents under the lead's session id, with no ``X-Parent-Session-Id``): the stored head's
     own state, when this request forked off it as a new conversation's first request does (its
     system messages and one user message: a sub-agent's prompt). Its references then search
     what the lead made, as a sub-agent's named parent's would be; None otherwise (an edited or
-    regenerated turn of the conversation forks with its history, and keeps to its branch)."""
+    regenerated turn of the conversation forks with its history, and keeps to its branch).
+
+    So does a conversation the client compacted (Claude Code's /compact and auto-compact,
+    Codex's compact): a summary in place of the whole history, under the same session id, no
+    longer holds the head's opening message (``_reopened``); what was made before is still
+    there."""
     lineage = stored.get(NAMESPACE)
     head = lineage.get("head") if isinstance(lineage, dict) else None
     if not isinstance(head, list) or not head or not isinstance(head[0], int):
         return None
-    if resumed is stored or len(messages) >= head[0] or not history_restore.is_lone_turn(messages):
+    if resumed is stored:
+        return None
+    lone = len(messages) < head[0] and history_restore.is_lone_turn(messages)
+    if not lone and not _reopened(head, hashes, messages):
         return None
     left = {k: v for k, v in stored.data.items() if k not in SHARED}
     return SessionState(left) if left else None

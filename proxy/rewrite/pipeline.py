@@ -118,7 +118,7 @@ class Pipeline:
         resumed_state, fork, key = lineage.resume_of(ctx, own)
         if fork is not None:
             report["lineage"] = fork
-            ctx = lineage.forked(ctx, resumed_state)
+            ctx = lineage.forked(ctx, resumed_state, own)
         tokens_before = recall.original_tokens
         if tokens_before is None:
             tokens_before = ctx.tokens.count_messages(ctx.original_messages)

@@ -20,7 +20,14 @@ from tests.support.agent_proxy import (
     last_user_side_text,
     section,
 )
-from tests.support.protocol_upstreams import AnthropicUpstream, thinking, tool, tool_then_text
+from tests.support.protocol_upstreams import (
+    AnthropicUpstream,
+    Turn,
+    text,
+    thinking,
+    tool,
+    tool_then_text,
+)
 
 MAKE = "make a folder for the build output"
 SIGNATURE = "EqQBCkYIBxgCKkDsig-of-the-thinking-block-never-to-be-altered=="
@@ -138,3 +145,29 @@ def test_claude_code_through_ctxproxy_then_continue(
     assert all(line["outcome"] in ("first", "hit", "short") for line in lines), lines
     assert all("cost" in line and "direct_cost" in line for line in lines)
     assert "changed_by" not in lines[2] and "cause" not in lines[2]
+
+
+def test_after_claude_codes_own_compact_the_folder_is_still_known(
+    agent_proxy,
+    anthropic_upstream,
+    tmp_path,  # type: ignore[no-untyped-def]
+) -> None:
+    """``claude -p /compact --continue`` puts a summary in place of the whole history under the
+    same session id; the next turn's "the folder you just created" still names the folder (its
+    branch of the session's state started empty: nothing was found)."""
+    proxy = agent_proxy()
+    target = tmp_path / "work" / "build_output"
+    claude = Claude(proxy.url, tmp_path / "home", tmp_path / "work")
+    _script_mkdir(anthropic_upstream, target)
+    _result(claude.run(MAKE))
+    summary = "<summary>The user asked for a folder for the build output; it was made.</summary>"
+    anthropic_upstream.responder = lambda seen: Turn([text(summary)])
+    assert _result(claude.run("/compact", "--continue"))["is_error"] is False
+    _script_rmdir(anthropic_upstream, target)
+    out = _result(claude.run(DELETE, "--continue"))
+    assert out["result"] == "Deleted the folder."
+    resumed = anthropic_upstream.messages[-2]
+    assert summary[9:40] in orjson.dumps(resumed.json["messages"][0]).decode()  # compacted
+    block = injected_block(last_user_side_text(resumed))
+    assert str(target) in block, block
+    assert not target.exists()

@@ -50,3 +50,23 @@ async def test_an_edited_turn_keeps_to_its_branch(engine: Engine, proto: str) ->
     ]
     out = await _send(engine, proto, edited, 1005.0)
     assert resolved(out) == []  # the folder was made on the branch this one left
+
+
+@pytest.mark.parametrize("proto", PROTOCOLS)
+async def test_a_compacted_conversation_finds_what_it_made_before(
+    engine: Engine,  # noqa: F811
+    proto: str,
+) -> None:
+    """A client's own compaction (Claude Code's /compact or auto-compact, Codex's compact) goes
+    on under the same session id with a summary in place of the history: no message of the old
+    history is left, and "the folder you just created" found nothing, its branch starting
+    empty."""
+    await _send(engine, proto, LEAD, 1000.0)
+    compacted = [
+        ("user", "This session continues an earlier conversation. Summary: a folder was made."),
+        ("said", "Understood."),
+        ("user", "delete the folder you just created"),
+    ]
+    out = await _send(engine, proto, compacted, 1005.0)
+    assert resolved(out) == [ALPHA]
+    assert out.report["references"][0]["chain"][-1]["session"].endswith("(lead)")
