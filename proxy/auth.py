@@ -161,7 +161,8 @@ def made_by_another_site(headers: Mapping[str, str]) -> bool:
     if headers.get("sec-fetch-site", "").strip().lower() != "cross-site":
         return False
     mode = headers.get("sec-fetch-mode", "").strip().lower()
-    return not (mode == "navigate" and headers.get("sec-fetch-dest", "").strip() == "document")
+    dest = headers.get("sec-fetch-dest", "").strip().lower()
+    return not (mode == "navigate" and dest == "document")
 
 
 def loopback_host(host: str | None) -> bool:
