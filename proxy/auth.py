@@ -117,6 +117,10 @@ def check_admin(
 ) -> None:
     """Raise Unauthorized (a key would help) or Forbidden unless the admin view may be shown.
     ``cookie`` is the /ui session token, checked against ``now``."""
+    if made_by_another_site(headers):
+        raise Forbidden(
+            "This page does not answer a request another site's page made (open it yourself)."
+        )
     key = admin_key(settings)
     if key:
         presented = bearer(headers)
@@ -145,6 +149,20 @@ def check_admin(
         "This page answers loopback clients only: set an admin key "
         f"({settings.admin_key_env}) or ui.public: true to open it."
     )
+
+
+def made_by_another_site(headers: Mapping[str, str]) -> bool:
+    """Whether a browser says another site's page made the request (Fetch Metadata): an image,
+    a script's fetch, a frame. Without an admin key the views answer the loopback browser, so any
+    site it opens could have it load them, each a scan of the log, in a loop (the answer is not
+    theirs to read; the work is done). The operator's own navigation (a link followed, a
+    bookmark: a top-level document) is let in, as is a client that says nothing (curl, a
+    scraper, an older browser)."""
+    if headers.get("sec-fetch-site", "").strip().lower() != "cross-site":
+        return False
+    mode = headers.get("sec-fetch-mode", "").strip().lower()
+    dest = headers.get("sec-fetch-dest", "").strip().lower()
+    return not (mode == "navigate" and dest == "document")
 
 
 def loopback_host(host: str | None) -> bool:

@@ -140,12 +140,13 @@ async def _costs(args: argparse.Namespace) -> list[str]:
 
 def cmd_logs(args: argparse.Namespace) -> int:
     if args.cost:
-        from proxy.inspect.report_view import for_terminal
+        from proxy.inspect.report_view import one_line
 
         if args.follow:
             raise CliError("--follow does not apply to --cost (each run adds up the sessions now)")
         lines = asyncio.run(_costs(args))
-        show = (lambda line: line) if args.json else for_terminal
+        # a line names the session's latest model, client text: a line break in it forged one
+        show = (lambda line: line) if args.json else one_line
         sys.stdout.write("".join(show(line) + "\n" for line in lines))
         return 0
     if args.follow:

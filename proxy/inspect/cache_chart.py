@@ -19,8 +19,10 @@ CAUSE_MARKS = {  # cause -> (letter, colour)
 }
 
 
-def cache_chart(rows: list[dict[str, Any]], width: int = 760, height: int = 240) -> dict[str, Any]:
-    """``rows`` in turn order; a request without usage gets no bar."""
+def cache_chart(
+    rows: list[dict[str, Any]], width: int = 760, height: int = 240, first: int = 0
+) -> dict[str, Any]:
+    """``rows`` in turn order, after ``first`` turns; a request without usage gets no bar."""
     left, right, top, bottom = 60, 16, 22, 28
     plot_w, plot_h = width - left - right, height - top - bottom
     n = max(len(rows), 1)
@@ -40,7 +42,7 @@ def cache_chart(rows: list[dict[str, Any]], width: int = 760, height: int = 240)
         x = round(left + slot * i + (slot - bar_w) / 2, 2)
         bars.append(
             {
-                "turn": i + 1,
+                "turn": first + i + 1,
                 "x": x,
                 "w": round(bar_w, 2),
                 "cached_y": y(cached),
@@ -57,13 +59,13 @@ def cache_chart(rows: list[dict[str, Any]], width: int = 760, height: int = 240)
             letter, colour = CAUSE_MARKS[cause]
             marks.append(
                 {
-                    "turn": i + 1,
+                    "turn": first + i + 1,
                     "cause": cause,
                     "letter": letter,
                     "colour": colour,
                     "x": round(x + bar_w / 2, 2),
                     "y": round(y(prompt) - 5, 2),
-                    "title": f"turn {i + 1}: {cause_text(line)}, re-billed "
+                    "title": f"turn {first + i + 1}: {cause_text(line)}, re-billed "
                     f"{line.get('rebilled')} tokens",
                 }
             )
@@ -81,7 +83,7 @@ def cache_chart(rows: list[dict[str, Any]], width: int = 760, height: int = 240)
         "legend": [{"cause": c, "letter": m[0], "colour": m[1]} for c, m in CAUSE_MARKS.items()],
         "yticks": [{"y": y(t), "label": t} for t in ticks],
         "xticks": [
-            {"x": round(left + slot * i + slot / 2, 2), "label": i + 1}
+            {"x": round(left + slot * i + slot / 2, 2), "label": first + i + 1}
             for i in range(0, len(rows), every)
         ],
     }

@@ -34,6 +34,12 @@ def terminal_safe(text: str) -> str:
     return _UNSAFE.sub(_visible, text.replace("\r\n", "\n"))
 
 
+def one_line(text: str) -> str:
+    """``terminal_safe`` text kept to one line (``\\n`` shown): a field printed on a line of
+    its own making, whose line break would forge the next line."""
+    return terminal_safe(text).replace("\n", "\\n")
+
+
 def for_terminal(value: Any, top: bool = True) -> Any:
     """A copy of a log row (or any part of one) with every string in it, keys included,
     terminal-safe: what ``show`` and ``logs`` print all comes from a request. Captured bodies
@@ -49,7 +55,7 @@ def for_terminal(value: Any, top: bool = True) -> Any:
                 with contextlib.suppress(orjson.JSONDecodeError):
                     v = orjson.loads(v)
             elif isinstance(v, str) and top:  # a row's field is printed on its line: a line
-                out[for_terminal(k)] = terminal_safe(v).replace("\n", "\\n")  # break forges one
+                out[for_terminal(k)] = one_line(v)  # a line break forges one
                 continue
             out[for_terminal(k, False)] = for_terminal(v, False)
         return out

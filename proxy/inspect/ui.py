@@ -325,17 +325,22 @@ class UI:
         rows = await store.list_requests(session=sid, limit=SESSION_TURNS, bodies=False)
         if not rows:
             return self._page("missing.html", 404, what="session")
+        total = len(rows)
+        if total >= SESSION_TURNS:  # the newest only: the page says of how many
+            total = int((await store.fetchall(store.dialect.session_requests, (sid,)))[0][0])
         children = await conversations.child_sessions(store, sid)
         wanted = request.query_params.get("conversation")
-        return await asyncio.to_thread(self._session_page, sid, rows, children, wanted)
+        return await asyncio.to_thread(self._session_page, sid, rows, total, children, wanted)
 
     def _session_page(
         self,
         sid: str,
         rows: list[dict[str, Any]],
+        total: int,
         children: list[dict[str, Any]],
         wanted: str | None,
     ) -> HTMLResponse:
+        """``rows``: the session's newest, of ``total``."""
         rows.reverse()  # turn order
         for r in rows:
             rv.with_billed(r)
@@ -344,20 +349,25 @@ class UI:
         cost = cost_view.session_cost(rows)
         groups = conversations.conversations(rows)
         shown = conversations.chosen(groups, wanted)
+        # the session's own turn numbers where the page holds one conversation; a conversation
+        # among others is numbered in its own requests (those read)
+        first = total - len(rows) if len(groups) == 1 else 0
         return self._page(
             "session.html",
             cost=cost,
             cost_line=cost_view.cost_text(cost, rows[-1].get("model")),
-            cache_chart=cache_chart(shown.rows),
+            cache_chart=cache_chart(shown.rows, first=first),
             session_id=sid,
             principal=principal,
             client_name=name,
             rows=shown.rows,
             all_rows=len(rows),
+            total=total,
+            first_turn=first,
             conversations=groups,
             shown=shown,
             children=children,
-            chart=session_chart(shown.rows),
+            chart=session_chart(shown.rows, first=first),
             parent=next((r["parent_session_id"] for r in rows if r.get("parent_session_id")), None),
         )
 

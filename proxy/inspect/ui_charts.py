@@ -84,11 +84,11 @@ def round_ticks(top: int, n: int = 4) -> list[int]:
 
 
 def session_chart(
-    rows: list[dict[str, Any]], width: int = 760, height: int = 260
+    rows: list[dict[str, Any]], width: int = 760, height: int = 260, first: int = 0
 ) -> dict[str, Any]:
     """Context size per turn: the billed input the client sent (system, tools schema and
     messages), what was forwarded, what the cache served. ``rows`` carry ``billed_before`` and
-    ``billed_after`` (``report_view.with_billed``)."""
+    ``billed_after`` (``report_view.with_billed``); ``first``: the turns before them."""
     left, right, top, bottom = 60, 16, 12, 28
     plot_w, plot_h = width - left - right, height - top - bottom
     n = len(rows)
@@ -111,7 +111,7 @@ def session_chart(
                 "dashed": dashed,
                 "points": " ".join(f"{x},{y}" for x, y in points),
                 "dots": [
-                    {"x": x, "y": y, "turn": i + 1, "value": rows[i].get(col) or 0}
+                    {"x": x, "y": y, "turn": first + i + 1, "value": rows[i].get(col) or 0}
                     for i, (x, y) in enumerate(points)
                 ]
                 if n <= 80
@@ -128,5 +128,5 @@ def session_chart(
         "bottom": top + plot_h,
         "series": series,
         "yticks": [{"y": xy(0, t)[1], "label": t} for t in ticks],
-        "xticks": [{"x": xy(i, 0)[0], "label": i + 1} for i in range(0, n, every)],
+        "xticks": [{"x": xy(i, 0)[0], "label": first + i + 1} for i in range(0, n, every)],
     }

@@ -135,6 +135,11 @@ class Dialect:
         )
 
     @cached_property
+    def session_requests(self) -> str:
+        """How many requests session ``$1`` has (by its index)."""
+        return f"SELECT COUNT(*) FROM requests WHERE session_id = {self.mark(1)}"
+
+    @cached_property
     def learned_windows_expire(self) -> str:
         return f"DELETE FROM learned_windows WHERE learned_at < {self.mark(1)}"
 

@@ -243,3 +243,52 @@ async def test_every_page_carries_the_pages_headers(tmp_path: Path, monkeypatch)
         policy = headers["content-security-policy"]
         assert "frame-ancestors 'none'" in policy and "default-src 'none'" in policy
         assert headers["referrer-policy"] == "no-referrer"
+
+
+# What a browser says of a request another site's page made (``Sec-Fetch-*``): an image, a
+# script's fetch, a frame; and the operator's own navigation to a page, from a link anywhere.
+def fetched(site: str, mode: str, dest: str) -> dict[str, str]:
+    return {"sec-fetch-site": site, "sec-fetch-mode": mode, "sec-fetch-dest": dest}
+
+
+CROSS_SITE = {
+    "image": fetched("cross-site", "no-cors", "image"),
+    "fetch": fetched("cross-site", "cors", "empty"),
+    "frame": fetched("cross-site", "navigate", "iframe"),
+}
+NAVIGATION = fetched("cross-site", "navigate", "document")
+
+
+@pytest.mark.parametrize("made_by", CROSS_SITE)
+async def test_a_request_another_sites_page_makes_reads_nothing(
+    tmp_path: Path, monkeypatch, made_by: str
+) -> None:
+    """Without an admin key the pages answer the loopback browser, so every site it opens could
+    have it load them (``<img src="http://127.0.0.1:8787/ui?model=x&limit=500">`` in a loop):
+    each a scan of the whole log by an unindexed filter. The answer is unreadable to that site,
+    the scan was not: such requests are refused before any read; the operator's own navigation
+    (a link followed, a bookmark), scrapers and curl (no ``Sec-Fetch-*``) are let in."""
+    monkeypatch.delenv("CTXPROXY_ADMIN_KEY", raising=False)
+    app = create_app(proxy_settings(UPSTREAM), db_path=str(tmp_path / "db"), strict=True)
+    async with app.router.lifespan_context(app):
+        store = app.state.services.store
+        reads: list[dict[str, Any]] = []
+        listed = store.list_requests
+
+        async def counted(**kwargs: Any) -> list[dict[str, Any]]:
+            reads.append(kwargs)
+            return await listed(**kwargs)
+
+        monkeypatch.setattr(store, "list_requests", counted)
+        transport = httpx.ASGITransport(app=app, client=("127.0.0.1", 5000))
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8787") as c:
+            headers = CROSS_SITE[made_by]
+            page = await c.get("/ui?model=nope&limit=500", headers=headers)
+            assert page.status_code == 403 and "another site" in page.text
+            assert (await c.get("/metrics", headers=headers)).status_code == 403
+            assert reads == []
+            assert (await c.get("/ui?model=nope", headers=NAVIGATION)).status_code == 200
+            same = {**NAVIGATION, "sec-fetch-site": "same-origin", "sec-fetch-dest": "empty"}
+            assert (await c.get("/ui", headers=same)).status_code == 200
+            assert (await c.get("/metrics")).status_code == 200
+            assert len(reads) == 2

@@ -4,6 +4,7 @@ never act on the escape sequences they hold (shown made visible instead)."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import os
 import subprocess
@@ -14,6 +15,7 @@ import orjson
 import pytest
 from rich.console import Console
 
+from proxy.cli import main
 from proxy.inspect import logs_view, show
 from proxy.inspect import report_view as rv
 from tests.proxy.inspect.test_show import realistic_row, write_rows
@@ -169,3 +171,22 @@ def test_a_line_break_in_a_rows_field_forges_no_line(field: str) -> None:
     printed = out.getvalue()
     assert "\nreq_" not in printed and "\n15:35:28" not in printed
     assert "gpt-4o\\n15:35:28" in printed or field != "model"
+
+
+async def test_a_line_break_in_a_model_forges_no_cost_line(tmp_path: Path, capsys) -> None:
+    """``logs --cost`` names the session's latest model on its line: a model a client named with
+    a line break (or an escape) printed a session's line of its own making."""
+    db = str(tmp_path / "log.db")
+    costed = realistic_row("req_cost_1", created_at=1_700_000_000.0)
+    costed["cache"] = {"outcome": "hit", "prompt": 547, "cached": 384, "cost": 200.0,
+                       "direct_cost": 547.0}  # fmt: skip
+    latest = realistic_row("req_cost_2", created_at=1_700_000_001.0)
+    latest["model"] = FORGED.replace("gpt-4o\n", "gpt-4o\nsess-forged  input ") + EVIL
+    await write_rows(db, costed, latest)
+    code = await asyncio.to_thread(main, ["logs", "--cost", "--db", db])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert len(out.splitlines()) == 1, out
+    assert "\nsess-forged" not in out and "gpt-4o\\nsess-forged" in out
+    for raw in RAW:
+        assert raw not in out, repr(raw)
