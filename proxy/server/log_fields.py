@@ -16,9 +16,12 @@ from proxy.rewrite.offload import Offload
 from proxy.server.capture_bound import CAPTURE_MAX_BYTES
 from proxy.server.captured_stream import redact_split_secrets
 from proxy.upstream.usage import CacheUsage, usage_fields
-from rules.redact import redact, redact_text, redacted_prefix
+from rules.redact import PREFIX_MARGIN, redact, redact_text, redacted_prefix
 
 log = logging.getLogger("ctxproxy.handler")
+
+
+ERROR_CHARS = 2000  # of an upstream's error body, kept in the row
 
 
 def completion_fields(
@@ -53,7 +56,9 @@ def completion_fields(
         fields["error"] = redact_text(error.message)
     elif status >= 400 and response_body:  # an upstream's error may echo the key it got
         fields["error_type"] = "upstream_status"
-        fields["error"] = redact_text(response_body[:2000].decode("utf-8", "replace"))
+        # its first 2,000 characters, redacted as read past the cut (a key it splits goes whole)
+        text = response_body[: ERROR_CHARS * 4 + PREFIX_MARGIN].decode("utf-8", "replace")
+        fields["error"] = redacted_prefix(text, ERROR_CHARS)
     if response_body is not None and capture:  # redacted when the row is finished
         fields["response_body"] = CapturedAnswer(response_body, response_total)
     return fields
