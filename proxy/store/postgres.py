@@ -67,6 +67,8 @@ STATEMENT_MARGIN_S = 5.0
 # 10 s and 3 probes 5 s apart unanswered, one whose data goes unacknowledged for 25 s. The
 # kernel's defaults took 2 h 11 min, and meanwhile every request of a session that host held
 # waited the lock timeout on the other replicas and saved nothing.
+# the database's clock is followed to within this (``PostgresStore._stamp``)
+CLOCK_STEP_S = 0.1
 PEER_SETTINGS = {
     "tcp_keepalives_idle": "10",
     "tcp_keepalives_interval": "5",
@@ -100,7 +102,11 @@ class PostgresStore(PgHolds, PgReads):
         self.health = Health()
         self.locks = SessionLocks()
         self.lull = Lull()  # the requests in flight (subscribed by the app): the writer waits
-        self.cache_feedback = FeedbackStore(self, unreachable=_unanswered)
+        # the database's clock minus this host's (``_stamp``): cache reports are dated by it
+        self.clock_offset = 0.0
+        self.cache_feedback = FeedbackStore(
+            self, unreachable=_unanswered, clock_offset=lambda: self.clock_offset
+        )
         self.applied: list[str] = []
         self.lock_timeouts = 0
         self._buffer_rows, self._buffer_bytes = buffer_rows, buffer_bytes
@@ -141,7 +147,7 @@ class PostgresStore(PgHolds, PgReads):
         try:
             async with self._pool.acquire() as conn:
                 self.applied = await apply_pg_migrations(conn)
-                await conn.execute(q.HEARTBEAT, self.instance, self._started)
+                await self._stamp(conn)
         except open_errors() as exc:  # one line for the command to say, not a traceback
             self._pool.terminate()
             self._pool = None
@@ -203,13 +209,24 @@ class PostgresStore(PgHolds, PgReads):
             await asyncio.sleep(self.heartbeat_s)
             try:
                 async with self._pool.acquire(timeout=self.heartbeat_s) as conn:
-                    await conn.execute(q.HEARTBEAT, self.instance, self._started)
+                    await self._stamp(conn)
                     marked = await conn.fetchval(q.SWEEP, 3.0 * self.heartbeat_s)
                 if marked:
                     log.warning("store: %d requests of stopped replicas marked incomplete", marked)
             except Exception as exc:
                 if not is_connection_error(exc):
                     log.exception("store: heartbeat failed")
+
+    async def _stamp(self, conn: Any) -> None:
+        """Beat, and read the database's clock against this host's on the way: the offset moves
+        only past ``CLOCK_STEP_S`` (a round trip's noise left out) and from a quick round trip,
+        so hosts whose clocks agree date everything by their own."""
+        before = time.time()
+        at = await conn.fetchval(q.HEARTBEAT, self.instance, self._started)
+        after = time.time()
+        offset = float(at) - (before + after) / 2
+        if after - before <= 2 * CLOCK_STEP_S and abs(offset - self.clock_offset) > CLOCK_STEP_S:
+            self.clock_offset = offset
 
     # ----- sessions -----
 
