@@ -46,7 +46,13 @@ from proxy.store.pg_session import Cached as _Cached
 from proxy.store.pg_session import Held as _Held
 from proxy.store.pg_session import state_of as _state_of
 from proxy.store.pg_unavailable import CONNECT_TIMEOUT_S, open_errors, unavailable
-from proxy.store.pg_writer import BATCH_WINDOW_S, Health, PgWriter, is_connection_error
+from proxy.store.pg_writer import (
+    BATCH_WINDOW_S,
+    Health,
+    PgWriter,
+    is_connection_error,
+    unwritable,
+)
 from proxy.store.pg_writer import unanswered as _unanswered
 from proxy.store.session_locks import SessionLocks
 from proxy.store.state_bytes import (
@@ -296,8 +302,11 @@ class PostgresStore(PgHolds, PgReads):
     async def _end(self, held: _Held) -> None:
         try:
             await held.end(commit=True)
-        except Exception:
-            log.exception("store: saving session %s failed", held.session_id)
+        except Exception as exc:
+            if not unwritable(exc):
+                log.exception("store: saving session %s failed", held.session_id)
+            elif self._writer is not None:  # its new state is kept here until a save takes it
+                self._writer.refusals.refused(exc, "sessions' new states are kept in memory")
         finally:
             if self._saving.get(held.session_id) is held:
                 del self._saving[held.session_id]
