@@ -27,7 +27,17 @@ async def read_only(server: PgServer, on: bool) -> None:
         await admin.execute("SELECT pg_reload_conf()")
     finally:
         await admin.close()
-    await asyncio.sleep(0.3)  # the reload reaches every backend
+    # a new session sees it once the server reloaded, which then signalled the open ones
+    deadline, wanted = time.monotonic() + 10, "on" if on else "off"
+    while time.monotonic() < deadline:
+        probe = await asyncpg.connect(server.admin_url)
+        try:
+            if await probe.fetchval("SHOW default_transaction_read_only") == wanted:
+                break
+        finally:
+            await probe.close()
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(0.1)  # each open session takes the signal before its next statement
 
 
 @pytest.fixture
