@@ -278,7 +278,8 @@ class PgWriter:
                     time.monotonic() - self._closing_at > CLOSE_WAIT_S
                 ):
                     count = sum(len(rows) for _, rows in groups)
-                    log.error("store: %d log writes lost, PostgreSQL stayed away", count)
+                    why = "took no writes" if unwritable(exc) else "stayed away"
+                    log.error("store: %d log writes lost, PostgreSQL %s", count, why)
                     self.rows_dropped += count
                     return
                 await asyncio.sleep(pause)

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 import asyncpg
 import pytest
 
+from proxy.store.pg_writer import CLOSE_WAIT_S
 from proxy.store.postgres import PostgresStore
 from rules.base import SessionState
 from tests.support.postgres import PgServer, count
@@ -92,3 +93,17 @@ async def test_a_session_saved_while_read_only_is_kept_and_stored_after(
         assert (await other.load_state("alice/s"))[0].data == {"n": 4}
     finally:
         await other.close()
+
+
+async def test_closing_while_read_only_gives_the_held_writes_up_in_bounded_time(
+    server: PgServer,
+) -> None:
+    store = PostgresStore(server.database(), batch_window_s=0.005)
+    await store.open()
+    await read_only(server, True)
+    await store.insert_request({"id": "r", "created_at": time.time()})
+    await asyncio.sleep(0.3)
+    writer, started = store.writer, time.monotonic()
+    await asyncio.wait_for(store.close(), 15.0)
+    assert time.monotonic() - started < CLOSE_WAIT_S + 3
+    assert writer.rows_dropped == 1  # lost at last, and counted
