@@ -220,7 +220,10 @@ class PostgresStore(PgHolds, PgReads):
                 if marked:
                     log.warning("store: %d requests of stopped replicas marked incomplete", marked)
             except Exception as exc:
-                if not is_connection_error(exc):
+                if unwritable(exc):  # read-only, its disk full: the writer logs the refusals
+                    if self._writer is not None:
+                        self._writer.refusals.refused(exc, "heartbeats wait until it does")
+                elif not is_connection_error(exc):
                     log.exception("store: heartbeat failed")
 
     async def _stamp(self, conn: Any) -> None:

@@ -107,3 +107,18 @@ async def test_closing_while_read_only_gives_the_held_writes_up_in_bounded_time(
     await asyncio.wait_for(store.close(), 15.0)
     assert time.monotonic() - started < CLOSE_WAIT_S + 3
     assert writer.rows_dropped == 1  # lost at last, and counted
+
+
+async def test_heartbeats_refused_while_read_only_log_no_traceback(
+    server: PgServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = PostgresStore(server.database(), batch_window_s=0.005, heartbeat_s=0.1)
+    await store.open()
+    try:
+        await read_only(server, True)
+        await asyncio.sleep(0.6)  # several beats refused
+        assert not any(r.exc_info for r in caplog.records)
+        assert sum("takes no writes" in r.getMessage() for r in caplog.records) == 1
+    finally:
+        await read_only(server, False)
+        await store.close()
