@@ -15,7 +15,7 @@ import pytest
 from proxy.store.pg_writer import CLOSE_WAIT_S
 from proxy.store.postgres import PostgresStore
 from rules.base import SessionState
-from tests.support.postgres import PgServer, count
+from tests.support.postgres import PgServer, advisory_locks, count
 
 
 async def read_only(server: PgServer, on: bool) -> None:
@@ -119,6 +119,29 @@ async def test_heartbeats_refused_while_read_only_log_no_traceback(
         await asyncio.sleep(0.6)  # several beats refused
         assert not any(r.exc_info for r in caplog.records)
         assert sum("takes no writes" in r.getMessage() for r in caplog.records) == 1
+    finally:
+        await read_only(server, False)
+        await store.close()
+
+
+async def test_a_refused_save_lets_its_session_go_and_keeps_the_connection(
+    server: PgServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = server.database()
+    store = PostgresStore(url, batch_window_s=0.005)
+    await store.open()
+    try:
+        closed: list[object] = []
+        pool, discard = store._pool, store._pool.discard
+        monkeypatch.setattr(pool, "discard", lambda conn: (closed.append(conn), discard(conn)))
+        await read_only(server, True)
+        for n in range(5):
+            async with store.session("alice/s") as held:
+                await held.save(SessionState({"n": n}), None)
+        # the save was refused, the connection sound: its lock let go and the connection pooled
+        # (each request connected afresh: a new server process per request)
+        assert closed == []
+        assert await advisory_locks(url) == 0
     finally:
         await read_only(server, False)
         await store.close()
