@@ -38,6 +38,7 @@ DB_NOW = "EXTRACT(EPOCH FROM clock_timestamp())::float8"
 HEARTBEAT = f"""
 INSERT INTO replicas (id, started_at, seen_at) VALUES ($1, $2, {DB_NOW})
 ON CONFLICT (id) DO UPDATE SET seen_at = excluded.seen_at
+RETURNING seen_at
 """
 GONE = "DELETE FROM replicas WHERE id = $1"
 # Replicas silent for $1 seconds are gone: their requests still in flight are marked, not left

@@ -14,7 +14,7 @@ import orjson
 from proxy.store import pg_queries as q
 from proxy.store.base import MAX_ANCESTOR_DEPTH
 from proxy.store.cache_feedback import CacheFeedback
-from proxy.store.pg_writer import Health, is_connection_error
+from proxy.store.pg_writer import Health, is_connection_error, unwritable
 from proxy.store.state_bytes import StateCache, stored_state
 from rules.base import Ancestor, SessionState
 
@@ -139,9 +139,14 @@ class Held:
             else:
                 await conn.fetchval(q.LET_GO, self.key)
         except BaseException as exc:
-            store._pool.discard(conn)
             if new is not None:  # as if offline: the next request finds out what was stored
                 store._remember(self.session_id, Cached(*new, self.version, self.run_ahead))
+            # a save refused by a database taking no writes: the connection is sound, and once
+            # its lock is let go it is pooled again, not closed (a new server process a request)
+            if isinstance(exc, Exception) and unwritable(exc) and await let_go(conn, self.key):
+                store._pool.give(conn)
+                raise
+            store._pool.discard(conn)
             if isinstance(exc, Exception) and is_connection_error(exc):
                 store.health.failed(exc)
                 return
@@ -153,6 +158,14 @@ class Held:
             store._park(self.session_id, conn, self.key, version)
         else:
             store._pool.give(conn)
+
+
+async def let_go(conn: Any, key: int) -> bool:
+    """Let the session's lock go on ``conn``: whether it held it and now holds it no longer."""
+    try:
+        return await conn.fetchval(q.LET_GO, key) is True
+    except Exception:
+        return False
 
 
 def found(row: Any, cached: Cached | None) -> tuple[Cached, CacheFeedback | None]:

@@ -6,9 +6,10 @@ for BEGIN and COMMIT; nothing in the log needs two shapes to land together.
 
 - a row the database refuses (a constraint, a value its column cannot hold) is the only one lost,
   and counted (``write_errors``);
-- while the database is unreachable, nothing waits on it: rows stay queued (the batch in hand is
-  retried with a growing pause), up to ``buffer_rows``; beyond, new ones are dropped, counted
-  (``rows_dropped``) and logged at ERROR. Once the database answers again, the backlog is written.
+- while the database is unreachable, or answers but takes no writes (``unwritable``: read-only,
+  its disk full), nothing waits on it: rows stay queued (the batch in hand is retried with a
+  growing pause), up to ``buffer_rows``; beyond, new ones are dropped, counted (``rows_dropped``)
+  and logged at ERROR. Once the database answers (takes writes) again, the backlog is written.
 
 ``Health`` is shared with the session path: a connection failure seen anywhere makes requests skip
 the database (serving their state from memory) for a short, growing while."""
@@ -69,6 +70,42 @@ def is_connection_error(exc: BaseException) -> bool:
         and not isinstance(exc, ValueError)
         and "clos" in str(exc)
     )
+
+
+def unwritable(exc: BaseException) -> bool:
+    """The database answers but takes no writes for now: read-only (a standby at the primary's
+    address, or a managed server set so as its disk fills), out of disk, memory or I/O. Not
+    the rows' fault: they wait for it, as for a database away."""
+    if isinstance(exc, asyncpg.ReadOnlySQLTransactionError):
+        return True
+    state = getattr(exc, "sqlstate", None)  # classes 53 (insufficient resources), 58 (system)
+    return isinstance(exc, asyncpg.PostgresError) and str(state).startswith(("53", "58"))
+
+
+class Refusals:
+    """The database's refusals of writes (``unwritable``), logged when they start (again after
+    ``EVERY_S``) and when they end: not a line and a traceback per write."""
+
+    EVERY_S = 60.0
+
+    def __init__(self) -> None:
+        self.since: float | None = None
+        self._logged = 0.0
+
+    def refused(self, exc: BaseException, what: str) -> None:
+        now = time.monotonic()
+        if self.since is None:
+            self.since = now
+        if self._logged == 0.0 or now - self._logged >= self.EVERY_S:
+            self._logged = now
+            log.error("store: PostgreSQL takes no writes (%s); %s", described(exc), what)
+
+    def ok(self) -> None:
+        if self.since is not None:
+            log.warning(
+                "store: PostgreSQL takes writes again after %.1f s", time.monotonic() - self.since
+            )
+        self.since, self._logged = None, 0.0
 
 
 class Health:
@@ -140,6 +177,7 @@ class PgWriter:
         self._window = BatchWindow()  # closed by ``close``: what is queued is written at once
         self.write_errors = 0
         self.rows_dropped = 0
+        self.refusals = Refusals()
         self._queue: asyncio.Queue[WriteOp | None] = asyncio.Queue()
         self._in_hand = 0
         self._task: asyncio.Task[None] | None = None
@@ -225,19 +263,23 @@ class PgWriter:
             try:
                 await self._write_groups(groups)
                 self.health.ok()
+                self.refusals.ok()
                 return
             except Exception as exc:
-                if not is_connection_error(exc):
+                if unwritable(exc):  # it answers: the sessions' path still reads it
+                    self.refusals.refused(exc, "log writes are held until it does")
+                elif not is_connection_error(exc):
                     raise
                 # a write that timed out on a table someone locked (an operator's ALTER, a
                 # VACUUM FULL) is not the database away: the sessions' path still has it
-                if not (isinstance(exc, TimeoutError) and await self._answers()):
+                elif not (isinstance(exc, TimeoutError) and await self._answers()):
                     self.health.failed(exc)
                 if self._closing_at is not None and (
                     time.monotonic() - self._closing_at > CLOSE_WAIT_S
                 ):
                     count = sum(len(rows) for _, rows in groups)
-                    log.error("store: %d log writes lost, PostgreSQL stayed away", count)
+                    why = "took no writes" if unwritable(exc) else "stayed away"
+                    log.error("store: %d log writes lost, PostgreSQL %s", count, why)
                     self.rows_dropped += count
                     return
                 await asyncio.sleep(pause)
@@ -262,7 +304,7 @@ class PgWriter:
                 try:
                     await conn.executemany(sql, rows)
                 except Exception as exc:
-                    if is_connection_error(exc):
+                    if is_connection_error(exc) or unwritable(exc):
                         raise
                     await self._write_rows(conn, sql, rows)
                 del groups[0]
@@ -276,7 +318,7 @@ class PgWriter:
                 try:
                     await conn.execute(sql, *params)
                 except Exception as exc:
-                    if is_connection_error(exc):
+                    if is_connection_error(exc) or unwritable(exc):
                         raise
                     self.write_errors += 1
                 done += 1

@@ -46,7 +46,13 @@ from proxy.store.pg_session import Cached as _Cached
 from proxy.store.pg_session import Held as _Held
 from proxy.store.pg_session import state_of as _state_of
 from proxy.store.pg_unavailable import CONNECT_TIMEOUT_S, open_errors, unavailable
-from proxy.store.pg_writer import BATCH_WINDOW_S, Health, PgWriter, is_connection_error
+from proxy.store.pg_writer import (
+    BATCH_WINDOW_S,
+    Health,
+    PgWriter,
+    is_connection_error,
+    unwritable,
+)
 from proxy.store.pg_writer import unanswered as _unanswered
 from proxy.store.session_locks import SessionLocks
 from proxy.store.state_bytes import (
@@ -67,6 +73,8 @@ STATEMENT_MARGIN_S = 5.0
 # 10 s and 3 probes 5 s apart unanswered, one whose data goes unacknowledged for 25 s. The
 # kernel's defaults took 2 h 11 min, and meanwhile every request of a session that host held
 # waited the lock timeout on the other replicas and saved nothing.
+# the database's clock is followed to within this (``PostgresStore._stamp``)
+CLOCK_STEP_S = 0.1
 PEER_SETTINGS = {
     "tcp_keepalives_idle": "10",
     "tcp_keepalives_interval": "5",
@@ -100,7 +108,11 @@ class PostgresStore(PgHolds, PgReads):
         self.health = Health()
         self.locks = SessionLocks()
         self.lull = Lull()  # the requests in flight (subscribed by the app): the writer waits
-        self.cache_feedback = FeedbackStore(self, unreachable=_unanswered)
+        # the database's clock minus this host's (``_stamp``): cache reports are dated by it
+        self.clock_offset = 0.0
+        self.cache_feedback = FeedbackStore(
+            self, unreachable=_unanswered, clock_offset=lambda: self.clock_offset
+        )
         self.applied: list[str] = []
         self.lock_timeouts = 0
         self._buffer_rows, self._buffer_bytes = buffer_rows, buffer_bytes
@@ -141,7 +153,7 @@ class PostgresStore(PgHolds, PgReads):
         try:
             async with self._pool.acquire() as conn:
                 self.applied = await apply_pg_migrations(conn)
-                await conn.execute(q.HEARTBEAT, self.instance, self._started)
+                await self._stamp(conn)
         except open_errors() as exc:  # one line for the command to say, not a traceback
             self._pool.terminate()
             self._pool = None
@@ -203,13 +215,27 @@ class PostgresStore(PgHolds, PgReads):
             await asyncio.sleep(self.heartbeat_s)
             try:
                 async with self._pool.acquire(timeout=self.heartbeat_s) as conn:
-                    await conn.execute(q.HEARTBEAT, self.instance, self._started)
+                    await self._stamp(conn)
                     marked = await conn.fetchval(q.SWEEP, 3.0 * self.heartbeat_s)
                 if marked:
                     log.warning("store: %d requests of stopped replicas marked incomplete", marked)
             except Exception as exc:
-                if not is_connection_error(exc):
+                if unwritable(exc):  # read-only, its disk full: the writer logs the refusals
+                    if self._writer is not None:
+                        self._writer.refusals.refused(exc, "heartbeats wait until it does")
+                elif not is_connection_error(exc):
                     log.exception("store: heartbeat failed")
+
+    async def _stamp(self, conn: Any) -> None:
+        """Beat, and read the database's clock against this host's on the way: the offset moves
+        only past ``CLOCK_STEP_S`` (a round trip's noise left out) and from a quick round trip,
+        so hosts whose clocks agree date everything by their own."""
+        before = time.time()
+        at = await conn.fetchval(q.HEARTBEAT, self.instance, self._started)
+        after = time.time()
+        offset = float(at) - (before + after) / 2
+        if after - before <= 2 * CLOCK_STEP_S and abs(offset - self.clock_offset) > CLOCK_STEP_S:
+            self.clock_offset = offset
 
     # ----- sessions -----
 
@@ -279,8 +305,11 @@ class PostgresStore(PgHolds, PgReads):
     async def _end(self, held: _Held) -> None:
         try:
             await held.end(commit=True)
-        except Exception:
-            log.exception("store: saving session %s failed", held.session_id)
+        except Exception as exc:
+            if not unwritable(exc):
+                log.exception("store: saving session %s failed", held.session_id)
+            elif self._writer is not None:  # its new state is kept here until a save takes it
+                self._writer.refusals.refused(exc, "sessions' new states are kept in memory")
         finally:
             if self._saving.get(held.session_id) is held:
                 del self._saving[held.session_id]

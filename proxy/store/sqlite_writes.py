@@ -23,7 +23,7 @@ from proxy.store.dialect import SQLITE
 from proxy.store.kept_saves import KeptSaves
 from proxy.store.lull import Lull, defer_for
 from proxy.store.sqlite_hold import Call as _Call
-from proxy.store.sqlite_locked import tried_again
+from proxy.store.sqlite_locked import full, tried_again
 from proxy.store.sqlite_reads import SqliteReads
 from proxy.store.sqlite_rows import ROW_ERRORS, write_apart, write_rows
 from proxy.store.write_budget import WriteBudget
@@ -63,8 +63,9 @@ class SqliteWrites(SqliteReads):
         # queue is at most half full. At most as many sessions as the state cache holds; past
         # that the principal holding most loses its oldest (counted: ``kept_saves``).
         self._held_saves = KeptSaves(state_cache_size, self._unwritten, self._lost_one)
-        # Saves of a batch the database did not take (a row refused, the file full or damaged):
-        # kept until a later save of the session is written, as many at most (counted once).
+        # Saves of a batch the database did not take (a row refused, the file damaged, its disk
+        # full at close): kept until a later save of the session is written, as many at most
+        # (counted once).
         self._failed_saves = KeptSaves(state_cache_size, self._unwritten)
         self._writer_task: asyncio.Task[None] | None = None
         self._window = BatchWindow()  # closed by ``close``: what is queued is written at once
@@ -216,7 +217,8 @@ class SqliteWrites(SqliteReads):
             except aiosqlite.OperationalError as exc:  # "database is locked" past busy_timeout
                 with contextlib.suppress(aiosqlite.Error):
                     await self.writer.rollback()
-                if SQLITE.unreadable(exc):  # a table gone, a damaged file: waiting mends nothing
+                # a table gone, a damaged file: waiting mends nothing (a full disk, freed, does)
+                if SQLITE.unreadable(exc) and not full(exc):
                     apart = await write_apart(self.writer, groups)
                     self.write_errors += apart
                     return not (apart or lost)
