@@ -30,6 +30,12 @@ _CHAT_ANSWER = {
     "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7},
 }  # fmt: skip
 
+_GEMINI_ANSWER = {
+    "candidates": [{"content": {"role": "model", "parts": [{"text": "a cat"}]},
+                    "finishReason": "STOP", "index": 0}],
+    "usageMetadata": {"promptTokenCount": 5, "candidatesTokenCount": 2, "totalTokenCount": 7},
+}  # fmt: skip
+
 
 @pytest.fixture
 def elsewhere() -> Iterator[EdgeUpstream]:
@@ -92,6 +98,14 @@ def _cases(url: str) -> dict[str, tuple[str, str, dict[str, Any], str, Any]]:
                  {"type": "text", "text": "what?"},
                  {"type": "image", "source": {"type": "url", "url": url}}]}]},
             "/v1", _CHAT_ANSWER),
+        "chat https image to gemini": (
+            "/v1/chat/completions", "gemini",
+            {"model": "gemini-2.5-flash",
+             "messages": [{"role": "user", "content": [
+                 {"type": "text", "text": "what?"},
+                 {"type": "image_url",
+                  "image_url": {"url": url.replace("http://", "https://")}}]}]},
+            "", _GEMINI_ANSWER),
         "gemini file to anthropic": (
             "/v1beta/models/claude-x:generateContent", "anthropic",
             {"contents": [{"role": "user", "parts": [
@@ -117,6 +131,8 @@ async def test_a_client_url_is_never_fetched_by_the_proxy(
     monkeypatch.setenv("SERVER_KEY_FOR_TEST", SERVER_KEY)
     url = elsewhere.url + "/cat.png"
     route, kind, body, suffix, answer = _cases(url)[case]
+    if "https" in case:  # litellm would download it (Gemini takes no image by URL)
+        url = url.replace("http://", "https://")
     if stream:  # refused before the call, or the call's answer is not read: no stream needed
         body = {**body, "stream": True}
         if route.startswith("/v1beta"):
