@@ -23,6 +23,13 @@ import json
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
+from proxy.litellm_gemini_calls import (
+    malformed,
+    object_args,
+    unreadable_answer_calls,
+    unreadable_pending,
+)
+
 _installed = False
 _CALL_KEYS = ("functionCall", "function_call")
 _RESPONSE_KEYS = ("functionResponse", "function_response")
@@ -44,8 +51,12 @@ def install() -> None:
         calls = getattr(getattr(choice, "message", None), "tool_calls", None) or []
         ids = [getattr(call, "id", None) for call in calls if getattr(call, "function", None)]
         _named(_answer_parts(answer), iter(ids))
-        return answer
+        unreadable = unreadable_answer_calls(response)
+        return malformed(answer, unreadable) if unreadable else answer
 
+    # a call's arguments that are JSON but no object are not a call's (``litellm_gemini_calls``)
+    adapter._parse_tool_call_args = staticmethod(object_args)
+    wrapper._parse_accumulated_args = staticmethod(object_args)
     adapter._transform_contents_to_messages = _messages
     adapter.translate_completion_to_generate_content = translate_completion_to_generate_content
     wrapper.async_google_genai_sse_wrapper = _sse_with_ids
@@ -184,7 +195,10 @@ async def _sse_with_ids(self: Any) -> AsyncIterator[bytes]:
             done = [k for k in order if k not in self.accumulated_tool_calls]
             _named(_answer_parts(held), iter([ids.get(k) for k in done]))
             if _finished(chunk) and self.accumulated_tool_calls and held is not None:
+                unreadable = unreadable_pending(self.accumulated_tool_calls)
                 _answer_parts(held).extend(_left_over(self, ids))
+                if unreadable:  # not dropped in silence: Gemini's own end for it
+                    malformed(held, unreadable)
             if isinstance(out, dict):
                 yield _event(out)
         elif hasattr(chunk, "encode"):
@@ -229,8 +243,8 @@ def _left_over(wrapper: Any, ids: dict[int, str]) -> list[Any]:
         if not data["name"] and not data["arguments"]:
             continue  # an empty delta after its call was done: litellm opened its place anew
         try:
-            args = json.loads(data["arguments"] or "{}")
-        except json.JSONDecodeError:
+            args = object_args(data["arguments"] or "{}")
+        except ValueError:
             continue
         call: dict[str, Any] = {"name": data["name"] or "undefined_tool_name", "args": args}
         if ids.get(index):

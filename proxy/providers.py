@@ -18,6 +18,7 @@ from proxy import (
     litellm_gemini_usage,
     litellm_logs,
     litellm_tool_calls,
+    litellm_urls,
 )
 from proxy.tokens import ensure_offline_tiktoken
 
@@ -59,6 +60,7 @@ def _import_litellm() -> Any:
     litellm_gemini_usage.install()  # a Gemini client is told its cache read
     litellm_gemini_ids.install()  # a Gemini client's calls keep their ids, both ways
     litellm_tool_calls.install()  # parallel calls' fragments each in their own tool_use block
+    litellm_urls.install()  # no URL a request names is fetched from the proxy's host
 
     litellm.drop_params = True  # a field one provider lacks must not fail the request
     # the shape a provider requires, made where litellm knows it (a 400 on every retry otherwise):

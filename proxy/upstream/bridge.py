@@ -23,10 +23,11 @@ answer back):
   "enabled" and OpenAI's own API, litellm calls ``{base_url}/responses`` instead of chat (any
   other OpenAI-compatible server is sent chat, the thinking budget as ``reasoning_effort``).
   ``count_tokens`` is answered here, estimated with tiktoken (the upstream has no such call).
-- Responses → chat: messages and instructions, function/custom tools and their calls and
-  outputs (``call_id`` kept), reasoning items as far as the provider accepts them back, text
-  format. Lost: ``previous_response_id`` (refused: no server-side history here), ``store``,
-  ``include`` (no ``reasoning.encrypted_content`` comes back), ``metadata``/``client_metadata``,
+- Responses → chat: messages, instructions, function/custom tools, their calls and outputs
+  (``call_id`` kept; shell and patch calls as function calls: ``bridge_calls``), reasoning items
+  as far as the provider accepts them back, text format. Lost: ``previous_response_id``
+  (refused: no server-side history here), ``store``, ``include`` (no
+  ``reasoning.encrypted_content`` comes back), ``metadata``/``client_metadata``,
   ``prompt_cache_key`` except for providers whose chat takes it, hosted tools (``web_search``
   becomes litellm's web_search_options or is dropped; ``tool_search``, ``namespace`` …), every
   client header. Item ids in the answer are litellm's, not the provider's."""
@@ -53,6 +54,7 @@ from proxy.providers import load_litellm
 from proxy.settings import UpstreamSettings
 from proxy.tokens import TiktokenCounter, encoding_name_for
 from proxy.upstream import UpstreamResponse
+from proxy.upstream.bridge_calls import bridged_calls
 from proxy.upstream.bridge_documents import bridged_documents
 from proxy.upstream.bridge_events import failed_event
 from proxy.upstream.bridge_tool_choice import parallel_calls_off
@@ -244,7 +246,7 @@ async def bridged_responses(
         with watch:
             result = await handler.response_api_handler(
                 model=model,
-                input=data.get("input", ""),
+                input=bridged_calls(data.get("input", "")),  # shell calls not dropped
                 responses_api_request=params,
                 custom_llm_provider=provider,
                 _is_async=True,

@@ -39,6 +39,7 @@ from proxy.providers import load_litellm, provider_of
 from proxy.settings import UpstreamSettings
 from proxy.upstream import UpstreamResponse
 from proxy.upstream.cache_breakpoints import with_breakpoints
+from proxy.upstream.chat_parts import refuse_dropped_parts
 from proxy.upstream.key_missing import key_missing
 from proxy.upstream.key_text import require_sendable
 from proxy.upstream.litellm_base import litellm_base
@@ -212,6 +213,7 @@ async def litellm_chat(
     upstream: UpstreamSettings, body: dict[str, Any], key: str | None
 ) -> UpstreamResponse:
     provider = _checked(upstream, body["model"], key)
+    refuse_dropped_parts(provider, body.get("messages"))  # not lost without a word
     body, breakpoints = with_breakpoints(upstream, provider, body)
     response = await _completion(upstream, provider, body, key)
     if breakpoints is not None:  # for the log row (``extra`` is read by the caller)

@@ -24,12 +24,14 @@ from proxy.errors import (
 from proxy.litellm_answers import RefusedAnswer
 from proxy.litellm_anthropic_events import ErrorEvent
 from proxy.litellm_gemini_end import FAILED_CALL
+from proxy.litellm_urls import ClientUrlRefused
 from proxy.protocols.errors import anthropic_type
 from proxy.providers import load_litellm
 from proxy.settings import UpstreamSettings
 from proxy.upstream.transport import relay_headers
 from rules.redact import redact_text, redacted_prefix
 
+_MAX_SHOWN_URL = 2000  # characters of a refused URL, named to the client
 log = logging.getLogger("ctxproxy.litellm")
 
 _MAX_MESSAGE_CHARS = 300
@@ -46,6 +48,9 @@ def failure(
     name = upstream.name
     detail = "".join(traceback.format_exception(exc))[-_MAX_LOGGED_CHARS:]
     log.warning("upstream %s (litellm, %s) failed: %s", name, _where(upstream), redact_text(detail))
+    fetch = next((e for e in _chain(exc) if isinstance(e, ClientUrlRefused)), None)
+    if fetch is not None:  # refused before any connection (``litellm_urls``): nothing was sent
+        return refused_url(upstream, fetch.url)
     if _timed_out(exc, litellm.Timeout):
         return UpstreamTimeout(f"Upstream {name} timed out.")
     if FAILED_CALL in detail:  # Gemini's MALFORMED_FUNCTION_CALL, raised as a broken stream
@@ -197,6 +202,16 @@ def _cause(exc: BaseException) -> str:
         if not type(e).__module__.startswith("litellm"):
             found = e
     return type(found).__name__
+
+
+def refused_url(upstream: UpstreamSettings, url: str) -> BadRequest:
+    """The client's 400 for a URL only a download by the proxy could carry to the provider."""
+    shown = redacted_prefix(url, _MAX_SHOWN_URL)  # a signed URL's token is a secret too
+    return BadRequest(
+        f"The request names the file at {shown}, which upstream {upstream.name} takes only as "
+        "content, and the proxy fetches no URL a request names: send its content inline "
+        "(base64) instead, or an https URL where the provider reads one."
+    )
 
 
 def _chain(exc: BaseException) -> Iterator[BaseException]:

@@ -4,8 +4,8 @@ each protocol's spelling: Chat Completions (a chunk's ``usage``), Anthropic Mess
 Responses (``response.completed``'s ``response.usage``) and Gemini (each chunk's
 ``usageMetadata``). It also notes the first error event a provider sends inside a stream it
 began as a success (``error``: Anthropic's ``overloaded_error``, a chat chunk's ``error``, a
-Responses ``error`` or ``response.failed``, Gemini's ``error``; ``error_events`` says which are),
-so the log row says so.
+Responses ``error`` or ``response.failed``, Gemini's ``error``; ``error_events`` says which are;
+an event named ``error`` whose data is plain text too), so the log row says so.
 
 Lines end in LF, CRLF or CR (the SSE spec allows all three); a blank line ends an event. Each
 chunk is scanned once, so a stream costs time linear in its size, and what is held between
@@ -37,6 +37,9 @@ _ERROR_KINDS = (
     re.compile(rb'"type"\s*:\s*"([A-Za-z0-9_.\-]{1,64})"'),
 )
 _START_KEPT = 512  # bytes of an oversized event's data kept from its start
+# an event named as an error (``event: error``), whatever its data: possessive, linear
+_ERROR_NAME = re.compile(rb"(?:^|\n)event:[ \t]*+(?:error|response\.failed)[ \t]*+(?:\n|$)")
+_MAX_SAID = 2000  # characters of an error event's data noted (as ``error_event`` keeps)
 
 
 class UsageTap:
@@ -80,7 +83,7 @@ class UsageTap:
         text = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         *events, rest = text.split(b"\n\n")
         for event in events:
-            if b'"usage' not in event and b'"error' not in event:
+            if b'"usage' not in event and b'"error' not in event and not _named_error(event):
                 if event.startswith(b"data:") or b"\ndata:" in event:
                     self.events += 1  # a blank line after data: an event (without usage)
             elif len(event) > MAX_PENDING:
@@ -90,6 +93,8 @@ class UsageTap:
                 if data:
                     self.events += 1
                     self._dispatch(data)
+                    if self.error is None and _named_error(event):
+                        self._note_named_error(_event_name(event), data)
         if rest:
             self._lines(rest)
 
@@ -123,6 +128,7 @@ class UsageTap:
                 self._note_oversized_error()
             elif self._data:
                 self._dispatch(self._data)
+                self._note_named_error(self._name, self._data)
             self._data.clear()
             self._data_size = 0
             self._oversized = False
@@ -163,6 +169,14 @@ class UsageTap:
             found = next((m[1] for p in _ERROR_KINDS if (m := p.search(self._start))), None)
             named = (found or self._name or b"error").decode("utf-8", "replace")
             self.error = f"{named}: (an error event too large to read whole)"
+
+    def _note_named_error(self, name: bytes, data: list[bytes]) -> None:
+        """An event named as an error whose data is no error object (plain text, a gateway's
+        page) is an error all the same, to the SDKs and to the scanner: the row records it."""
+        if self.error is None and name in ERROR_NAMES:
+            text = b"\n".join(d[1:] if d.startswith(b" ") else d for d in data)
+            said = text.decode("utf-8", "replace")
+            self.error = f"{name.decode('utf-8', 'replace')}: {said}"[:_MAX_SAID]
 
     def _keep_tail(self, data: bytes) -> None:
         # trimmed to half the cap once past it, so each byte is moved a bounded number of times
@@ -208,3 +222,14 @@ class UsageTap:
             self.usage = {**self.usage, **usage}
         else:
             self.usage = usage
+
+
+def _named_error(event: bytes) -> bool:
+    """Whether an event (its lines ending in LF) is named as an error."""
+    return (b"error" in event or b"failed" in event) and _ERROR_NAME.search(event) is not None
+
+
+def _event_name(event: bytes) -> bytes:
+    """An event's name: its last ``event:`` line's."""
+    names = [line[6:].strip()[:64] for line in event.split(b"\n") if line.startswith(b"event:")]
+    return names[-1] if names else b""

@@ -192,3 +192,32 @@ def test_an_error_event_too_large_to_read_whole_is_still_one(size: int, chunk: i
     for i in range(0, len(completed), chunk):
         tap.feed(completed[i : i + chunk])
     assert tap.error is None and tap.usage == {"input_tokens": 5}
+
+
+@pytest.mark.parametrize(
+    ("event", "said"),
+    [
+        (b"event: error\ndata: upstream overloaded, try later\n\n",
+         "error: upstream overloaded, try later"),
+        (b'event: error\r\ndata: "Overloaded"\r\n\r\n', 'error: "Overloaded"'),
+        (b"event:response.failed\ndata: <html>502 Bad Gateway</html>\n\n",
+         "response.failed: <html>502 Bad Gateway</html>"),
+        (b"event: error\ndata:\n\n", "error: "),
+    ],
+)  # fmt: skip
+def test_an_error_event_whose_data_is_no_json_is_noted(event: bytes, said: str) -> None:
+    """A provider's (or a gateway's) ``event: error`` with plain text as its data is an error
+    to the SDKs, and the scanner holds it back as one: the row records it too."""
+    for pieces in ([event], [event[:7], event[7:20], event[20:]], [bytes([b]) for b in event]):
+        tap = UsageTap()
+        tap.feed(b'event: message\ndata: {"choices":[{"delta":{"content":"x"}}]}\n\n')
+        for piece in pieces:
+            tap.feed(piece)
+        assert tap.error == said
+
+
+def test_text_about_an_error_event_is_none() -> None:
+    tap = UsageTap()
+    tap.feed(b'event: message\ndata: {"choices":[{"delta":{"content":"event: error"}}]}\n\n')
+    tap.feed(b"event: errors\ndata: x\n\n")
+    assert tap.error is None
