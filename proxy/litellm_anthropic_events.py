@@ -22,6 +22,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from proxy.exception_chain import network_failure
+
 # the status of each of Anthropic's error types (its ``api_error``, a 500, is left to litellm:
 # the provider's failure, told as a 502)
 _STATUS = {
@@ -78,8 +80,6 @@ def _unless_unreachable(exc: BaseException, message: str) -> str:
     chain = _CHAIN.match(message)
     if chain is None or not chain[0].rstrip().endswith("litellm.APIConnectionError:"):
         return message
-    from proxy.upstream.litellm_errors import network_failure  # it imports this module
-
     if network_failure(exc):
         return message
     return "litellm.BadGatewayError: " + message[chain.end() :]

@@ -9,7 +9,6 @@ import json
 import logging
 import re
 import traceback
-from collections.abc import Iterator
 from urllib.parse import urlsplit
 
 import orjson
@@ -21,6 +20,8 @@ from proxy.errors import (
     UpstreamTimeout,
     UpstreamUnreachable,
 )
+from proxy.exception_chain import chain as _chain
+from proxy.exception_chain import network_failure as network_failure
 from proxy.litellm_answers import RefusedAnswer
 from proxy.litellm_anthropic_events import ErrorEvent
 from proxy.litellm_gemini_end import FAILED_CALL
@@ -214,16 +215,6 @@ def refused_url(upstream: UpstreamSettings, url: str) -> BadRequest:
     )
 
 
-def _chain(exc: BaseException) -> Iterator[BaseException]:
-    """``exc`` and its causes, each once."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen and len(seen) < 16:
-        seen.add(id(current))
-        yield current
-        current = current.__cause__ or current.__context__
-
-
 def _timed_out(exc: BaseException, litellm_timeout: type[BaseException]) -> bool:
     import httpx
 
@@ -238,21 +229,6 @@ def _malformed(exc: BaseException) -> bool:
     from aiohttp.http_exceptions import HttpProcessingError
 
     return any(isinstance(e, HttpProcessingError) for e in _chain(exc))
-
-
-def network_failure(exc: BaseException) -> bool:
-    """A connection that failed or broke, wherever litellm wrapped it (its own
-    ``APIConnectionError``, or an ``InternalServerError`` around httpx's or aiohttp's error)."""
-    import aiohttp
-    import httpx
-
-    kinds = (
-        httpx.TransportError,
-        aiohttp.ClientConnectionError,
-        aiohttp.ClientPayloadError,  # the body broke off
-        ConnectionError,
-    )
-    return any(isinstance(e, kinds) for e in _chain(exc))
 
 
 # litellm's wording around a provider's message: "litellm.BadRequestError: AnthropicException - …

@@ -220,7 +220,8 @@ def test_gemini_contents_read_as_lines() -> None:
 
 def test_a_long_body_of_equal_messages_is_aligned_in_linear_time() -> None:
     """20,000 equal messages, the forwarded body changed in its middle: a matcher over all of
-    them took 45 s on the event loop (its time grows with the product of the two lengths)."""
+    them took 45 s on the event loop (its time grows with the product of the two lengths).
+    Timed in the thread's CPU, which a loaded machine stretches less than the wall clock."""
     import time
 
     client = [{"role": "user", "content": "x"}] * 20_000
@@ -228,9 +229,9 @@ def test_a_long_body_of_equal_messages_is_aligned_in_linear_time() -> None:
                  *client[11_000:]]  # fmt: skip
     row = {"protocol": "chat", "request_body": orjson.dumps({"messages": client}).decode(),
            "forwarded_body": orjson.dumps({"messages": forwarded}).decode()}  # fmt: skip
-    started = time.perf_counter()
+    started = time.thread_time()
     found = payload_diff.diff(row)
-    assert time.perf_counter() - started < 3
+    assert time.thread_time() - started < 3
     assert found is not None
     ops = [d["op"] for d in found]
     assert ops[0] == "same"  # the shared start is a run, not entries
