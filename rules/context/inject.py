@@ -301,8 +301,10 @@ class _Plan:
         # the view's replayed blocks are messages of their own after their hosts: the host is
         # the clean list's message the view's ``at`` stands for (both end the same way)
         host = (anchors if anchors is not None else _anchors(ctx, clean))[at - len(view)]
-        index = at if where == "append" else at + 1
-        self.report.update({"added": True, "delta": is_delta, "position": where, "index": index})
+        block_at = at if where == "append" else at + 1
+        self.report.update(
+            {"added": True, "delta": is_delta, "position": where, "index": block_at}
+        )
         self.report["tokens"] = tokens
         said_ws = ws_text(said.ws, is_delta, _ws_hint(ctx))
         self.stored = sticky.Stored(
