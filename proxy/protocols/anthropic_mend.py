@@ -240,12 +240,14 @@ def mend(messages: list[Any]) -> tuple[list[Any], list[dict[str, Any]]]:
             repairs.append(repair("empty_text_block", i, "dropped_empty_text_in_result"))
         if isinstance(content, list) and any(_empty_text(b) for b in content):
             kept = without_empty_text(content)
-            final_assistant = at == last and m.get("role") == "assistant"
-            if kept or final_assistant:
+            marks = [b["cache_control"] for b in content if "cache_control" in b]
+            # emptied: a system message as the client empties one, unless a breakpoint needs a
+            # block to stay on
+            emptied = _may_be_blank(m, at == last) and not (marks and m.get("role") == "system")
+            if kept or emptied:
                 m = {**m, "content": kept}
             else:
                 filler: dict[str, Any] = {"type": "text", "text": EMPTY_TEXT}
-                marks = [b["cache_control"] for b in content if "cache_control" in b]
                 if marks:  # the client's breakpoint stays on the turn
                     filler["cache_control"] = marks[-1]
                 m = {**m, "content": [filler]}

@@ -91,3 +91,20 @@ async def test_a_sub_agents_first_prompt_before_a_notice_stays_as_sent(engine: E
     fwd = out.body["messages"]
     assert same(fwd[0], first) and same(fwd[-1], env) and len(fwd) == 3
     assert "/w/demo123" in fwd[1]["content"][0]["text"]
+
+
+async def test_a_system_notice_of_blank_text_only_is_emptied_not_filled(engine: Engine) -> None:
+    """Its blank text blocks go (Anthropic refuses them); with none left it is empty, as Claude
+    Code sends an emptied notice, not "(empty)" words in the system prompt; a breakpoint on
+    one keeps the placeholder that holds it."""
+    b = body(
+        user("hi"),
+        system([text(" ")], output_config=EFFORT),
+        assistant(text("ok")),
+        system([text("", cache_control=CC)]),
+        user("go on"),
+    )
+    out = await rewrite(engine, b)
+    fwd = out.body["messages"]
+    assert fwd[1] == system([], output_config=EFFORT)
+    assert fwd[3]["content"][0]["cache_control"] == CC
