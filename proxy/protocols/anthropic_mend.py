@@ -11,8 +11,9 @@ Consecutive assistant messages holding a call before their last are one turn to 
 merged into one: lowered apart, the calls' results went between them (``anthropic_runs``). A
 ``system`` message
 inside ``messages`` (accepted, lowered to its text) loses any ``tool_use`` / ``tool_result``
-block: no call can be answered, nor a result placed, there. Each mend is reported as a repair;
-the messages it does not touch are the client's own objects."""
+block: no call can be answered, nor a result placed, there; it is no turn, and empty content is
+its own (Claude Code empties its environment notice after ``/compact``): not filled. Each mend
+is reported as a repair; the messages it does not touch are the client's own objects."""
 
 from __future__ import annotations
 
@@ -100,6 +101,13 @@ def _blank(content: Any) -> bool:
         # most texts start with a visible character: no strip (a copy) needed
         return not content or (content[0].isspace() and not content.strip())
     return content == []
+
+
+def _may_be_blank(m: dict[str, Any], last: bool) -> bool:
+    """Blank content Anthropic takes: the final assistant turn's (a prefill), and a system
+    message's (no turn: Claude Code sends its environment notice emptied after ``/compact``)."""
+    role = m.get("role")
+    return role == "system" or (last and role == "assistant")
 
 
 def _thinking_only(message: Any) -> bool:
@@ -232,17 +240,19 @@ def mend(messages: list[Any]) -> tuple[list[Any], list[dict[str, Any]]]:
             repairs.append(repair("empty_text_block", i, "dropped_empty_text_in_result"))
         if isinstance(content, list) and any(_empty_text(b) for b in content):
             kept = without_empty_text(content)
-            final_assistant = at == last and m.get("role") == "assistant"
-            if kept or final_assistant:
+            marks = [b["cache_control"] for b in content if "cache_control" in b]
+            # emptied: a system message as the client empties one, unless a breakpoint needs a
+            # block to stay on
+            emptied = _may_be_blank(m, at == last) and not (marks and m.get("role") == "system")
+            if kept or emptied:
                 m = {**m, "content": kept}
             else:
                 filler: dict[str, Any] = {"type": "text", "text": EMPTY_TEXT}
-                marks = [b["cache_control"] for b in content if "cache_control" in b]
                 if marks:  # the client's breakpoint stays on the turn
                     filler["cache_control"] = marks[-1]
                 m = {**m, "content": [filler]}
             repairs.append(repair("empty_text_block", i, "dropped_empty_text"))
-        elif _blank(content) and not (at == last and m.get("role") == "assistant"):
+        elif _blank(content) and not _may_be_blank(m, at == last):
             m = {**m, "content": EMPTY_TEXT}
             repairs.append(repair("empty_text_block", i, "filled_empty_message"))
         out.append(m)
@@ -278,7 +288,8 @@ def shape(m: Any) -> int:
         flags |= F_RESULT_IN_TURN
     content = m.get("content")
     if _blank(content):
-        return flags | F_EMPTY
+        # a system message is no turn: Claude Code empties its notice after ``/compact``
+        return flags if m.get("role") == "system" else flags | F_EMPTY
     if isinstance(content, list):
         if m.get("role") == "system" and _has_chain(content):
             flags |= F_CHAIN_IN_SYSTEM

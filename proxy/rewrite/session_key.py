@@ -110,6 +110,9 @@ def _user_id_session(user_id: Any) -> str | None:
 
 
 def conversation_hash(messages: list[Any]) -> str:
+    """The first system message before the first user message (the system prompt: a system
+    message after it is a notice, Claude Code's environment one say, that comes and changes),
+    and the first user message."""
     first: dict[str, str] = {}
     for m in messages:
         if isinstance(m, dict) and role(m) in ("system", "user") and role(m) not in first:
@@ -117,7 +120,7 @@ def conversation_hash(messages: list[Any]) -> str:
             if isinstance(content, list) and len(content) > _HASHED_BLOCKS:
                 content = content[:_HASHED_BLOCKS]
             first[role(m)] = text_of(content)
-        if len(first) == 2:
+        if "user" in first:
             break
     seed = f"{first.get('system', '')}\x00{first.get('user', '')}".encode()
     return hashlib.blake2b(seed, digest_size=12).hexdigest()

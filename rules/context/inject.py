@@ -48,6 +48,7 @@ from rules.report import InjectSummary, Report
 from rules.workspace import workspace_map
 
 SETTLED_MEMO = "inject_settled"  # ``Context.recall`` name: a list, its blocks, the map, options
+_NOTICES = ("system", "developer")  # a client's notices in the conversation: not a turn
 
 __all__ = ["HEADER", "Config", "apply", "recent_lines", "reference_lines", "render"]
 
@@ -98,25 +99,50 @@ class Config(RuleConfig):
     )
 
 
-def _place(messages: Messages, block: str, cfg: Config) -> tuple[Messages, str]:
-    last = messages[-1]
-    if cfg.position == "append" and role(last) in ("user", "tool"):
-        return [*messages[:-1], append_text(last, block)], "append"
-    return [*messages, {"role": "user", "content": block}], "message"
+def _turn_end(messages: Messages) -> int:
+    """The index of the latest message that is not a system notice (the last one when none
+    follows it): Claude Code sends its deferred-tools notice as a system message after the
+    prompt, and the block belongs to the user's turn, not after the client's own notice."""
+    i = len(messages) - 1
+    while i > 0 and role(messages[i]) in _NOTICES:
+        i -= 1
+    return i
+
+
+def _place(messages: Messages, block: str, cfg: Config) -> tuple[Messages, str, int]:
+    """``messages`` with ``block`` placed, how, and the index of the message it is on (or
+    after)."""
+    at = _turn_end(messages)
+    host = messages[at]
+    if cfg.position == "append" and role(host) in ("user", "tool"):
+        return [*messages[:at], append_text(host, block), *messages[at + 1 :]], "append", at
+    return [*messages, {"role": "user", "content": block}], "message", len(messages) - 1
 
 
 def _placed_tokens(ctx: Context, messages: Messages, tokens: int, out: Messages) -> int:
     """``count_messages(out)`` for ``out = _place(messages, …)``, ``tokens`` being
-    ``count_messages(messages)``: only its last message is new (counts add up per message)."""
+    ``count_messages(messages)``: only one message is new (counts add up per message), at the
+    tail or before the system notices that end both lists."""
     count = ctx.tokens.count_message
     if len(out) == len(messages):
-        return tokens - count(messages[-1]) + count(out[-1])
+        at = next((i for i in range(len(out) - 1, -1, -1) if out[i] is not messages[i]), None)
+        return tokens if at is None else tokens - count(messages[at]) + count(out[at])
     return tokens + count(out[-1])
 
 
 def _without_block(messages: Messages) -> list[Messages]:
-    """``messages`` as they might have been before a block was placed at the tail, when one seems
-    to be there (``apply`` then checks it is exactly the block it would place)."""
+    """``messages`` as they might have been before a block was placed at the tail (or on the
+    turn before the trailing system notices), when one seems to be there (``apply`` then checks
+    it is exactly the block it would place)."""
+    out = _without_tail_block(messages)
+    at = _turn_end(messages)
+    if at < len(messages) - 1:
+        notices = messages[at + 1 :]
+        out += [[*base, *notices] for base in _without_tail_block(messages[: at + 1])]
+    return out
+
+
+def _without_tail_block(messages: Messages) -> list[Messages]:
     last = messages[-1]
     content = last.get("content")
     if isinstance(content, list):
@@ -154,7 +180,7 @@ def _fit(
     messages: Messages,
     parts: Sections,
     is_delta: bool,
-) -> tuple[str | None, InjectSummary, tuple[Messages, str] | None]:
+) -> tuple[str | None, InjectSummary, tuple[Messages, str, int] | None]:
     """The block saying ``parts``, shrunk to the room left under ``ctx.budget`` (messages and
     tools schema counted); with no room at all, the resolved references alone. Facts for the
     report, and ``_place``'s answer for the block when it was computed on the way."""
@@ -270,11 +296,14 @@ class _Plan:
         self.report.update(facts)
         if block is None:
             return
-        out, where = placed if placed is not None else _place(view, block, cfg)
+        out, where, at = placed if placed is not None else _place(view, block, cfg)
         tokens = ctx.tokens.count_text(block)
-        host = (anchors if anchors is not None else _anchors(ctx, clean))[-1]
+        # the view's replayed blocks are messages of their own after their hosts: the host is
+        # the clean list's message the view's ``at`` stands for (both end the same way)
+        host = (anchors if anchors is not None else _anchors(ctx, clean))[at - len(view)]
+        block_at = at if where == "append" else at + 1
         self.report.update(
-            {"added": True, "delta": is_delta, "position": where, "index": len(out) - 1}
+            {"added": True, "delta": is_delta, "position": where, "index": block_at}
         )
         self.report["tokens"] = tokens
         said_ws = ws_text(said.ws, is_delta, _ws_hint(ctx))

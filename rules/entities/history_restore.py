@@ -43,8 +43,11 @@ def restore(messages: Messages, stored: Sequence[Any]) -> Messages | None:
             break
     if not earlier:
         return None
-    system = [m for m in messages if role(m) in _SYSTEM]
-    return [*system, *earlier, newest]
+    # the system messages before the newest lead; those after it (Claude Code's notices after
+    # its prompt) stay after it, in the client's order
+    at = next(i for i, m in enumerate(messages) if m is newest)
+    lead = [m for m in messages[:at] if role(m) in _SYSTEM]
+    return [*lead, *earlier, *messages[at:]]
 
 
 def remember(messages: Sequence[Message], max_messages: int, max_chars: int) -> list[Message]:

@@ -168,6 +168,11 @@ def test_after_claude_codes_own_compact_the_folder_is_still_known(
     assert out["result"] == "Deleted the folder."
     resumed = anthropic_upstream.messages[-2]
     assert summary[9:40] in orjson.dumps(resumed.json["messages"][0]).decode()  # compacted
+    # the environment notice Claude Code empties after /compact, and the deferred-tools notice
+    # after the prompt, are forwarded as sent: the block is on the prompt, not after the notice
+    emptied, notice = resumed.json["messages"][1], resumed.json["messages"][-1]
+    assert emptied["role"] == "system" and emptied["content"] == [], emptied
+    assert notice["role"] == "system" and "<ctxproxy-context>" not in orjson.dumps(notice).decode()
     block = injected_block(last_user_side_text(resumed))
     assert str(target) in block, block
     assert not target.exists()

@@ -154,12 +154,14 @@ def _texts(content: Any) -> list[str]:
 
 
 def last_user_side_text(seen: Seen) -> str:
-    """All text of the request's last user-side turn: the last ``messages`` entry (Anthropic),
-    or the ``input`` items after the last assistant output (Responses)."""
+    """All text of the request's last user-side turn: the last ``messages`` entry that is not
+    a ``role: "system"`` notice (Anthropic), or the ``input`` items after the last assistant
+    output (Responses)."""
     body = seen.json
     assert isinstance(body, dict), seen.raw[:200]
     if "messages" in body:
-        return "\n".join(_texts(body["messages"][-1].get("content")))
+        turns = [m for m in body["messages"] if m.get("role") != "system"]
+        return "\n".join(_texts(turns[-1].get("content")))
     items = body.get("input")
     if isinstance(items, str):
         return items

@@ -90,3 +90,17 @@ def test_a_conversation_is_told_by_its_opening_blocks_only() -> None:
     assert long == conversation_hash([{"role": "user", "content": opening}])
     other = [{"type": "text", "text": "another task"}, *opening[1:]]
     assert long != conversation_hash([{"role": "user", "content": other + rest}])
+
+
+def test_a_system_notice_after_the_first_user_message_is_not_the_system_prompt() -> None:
+    """With no session named, a conversation is its system prompt and its first user message:
+    a notice a client sends later as a system message (Claude Code's environment notice, an
+    agent's reminder) does not make a new conversation of the same one when it appears or
+    changes."""
+    opening = [{"role": "system", "content": ""}, {"role": "user", "content": "fix the bug"}]
+    key = conversation_hash(opening[1:])
+    later = [opening[1], {"role": "assistant", "content": "ok"}]
+    assert conversation_hash([*later, {"role": "system", "content": "# Environment"}]) == key
+    assert conversation_hash([*later, {"role": "system", "content": ""}]) == key
+    prompted = [{"role": "system", "content": "You are terse."}, *opening[1:]]
+    assert conversation_hash(prompted) != key

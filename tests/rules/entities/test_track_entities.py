@@ -313,6 +313,16 @@ def test_lone_newest_message_gets_stored_turns_prepended() -> None:
     assert third.messages == second.messages
 
 
+def test_a_system_notice_after_the_lone_message_stays_after_it() -> None:
+    """Claude Code sends its environment notice as a system message after the prompt: the
+    stored turns go before the prompt, the notice stays where the client put it."""
+    turn1 = [user("make dir"), assistant(None, shell("c1", "mkdir d")), result("c1", "")]
+    first = run(turn1, cfg=RESTORE)
+    turn2 = [system("S"), user("now delete it"), system("# Environment")]
+    second = run(turn2, state=first.state, cfg=RESTORE)
+    assert second.messages == [system("S"), *turn1, *turn2[1:]]
+
+
 def test_restore_is_off_by_default_and_ignores_full_histories() -> None:
     turn1 = [user("a"), assistant("b")]
     first = run(turn1, cfg=RESTORE)
