@@ -7,6 +7,7 @@ pack)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -84,11 +85,23 @@ def api_request(spec: Mapping[str, Any], argv: Sequence[str]) -> tuple[str, dict
 _REFUSED_KEYS = ("error", "errors", "detail", "fault")
 
 
+# a refusal's status: a status line (``curl -i``), or a code alone on its line (``-w
+# '%{http_code}'``); each line bounded
+_REFUSED_STATUS = re.compile(
+    r"^(?:HTTP/[\d.]{1,3}[ \t]{1,4}[45]\d\d(?!\d)|[ \t]{0,8}[45]\d\d[ \t]{0,8}\r?$)", re.M
+)
+_STATUS_SCAN = 4096  # characters of the output's head and tail read for a status
+
+
 def refused(body: str | None, output: str) -> bool:
-    """Whether what a request printed says it was refused: a JSON object holding an error, or
-    "not found" (curl exits 0 on a 404 unless told ``--fail``)."""
-    if "not found" in output[:4096].lower():
+    """Whether what a request printed says it was refused: a JSON object holding an error,
+    "not found", or a 4xx or 5xx status (curl exits 0 on a refusal unless told ``--fail``)."""
+    if "not found" in output[:_STATUS_SCAN].lower():
         return True
+    rest = output.replace(body, "", 1) if body else output  # a lone number of the body is data
+    for part in (rest[:_STATUS_SCAN], rest[-_STATUS_SCAN:]):
+        if _REFUSED_STATUS.search(part) is not None:
+            return True
     if body is None:
         return False
     try:
