@@ -52,6 +52,8 @@ def api_request(spec: Mapping[str, Any], argv: Sequence[str]) -> tuple[str, dict
     rest = list(argv[1 + len(sub) :])
     method_flags = set(spec.get("method_flags") or ())
     data_flags = set(spec.get("data_flags") or ())
+    # flags whose next word is their value, never the URL (``-H 'Accept: a/b'``, ``-o /dev/null``)
+    value_flags = set(spec.get("value_flags") or ())
     method, url, data = None, None, False
     i = 0
     while i < len(rest):
@@ -61,9 +63,11 @@ def api_request(spec: Mapping[str, Any], argv: Sequence[str]) -> tuple[str, dict
             method = (value if eq else (rest[i + 1] if i + 1 < len(rest) else "")).upper()
             i += 1 if eq else 2
             continue
-        if flag in data_flags:
-            data = True
-        elif word.upper() in _METHODS and url is None and method is None:
+        if flag in data_flags or flag in value_flags:
+            data = data or flag in data_flags
+            i += 1 if eq else 2  # its value: a body's ``.``, a path's ``/``
+            continue
+        if word.upper() in _METHODS and url is None and method is None:
             method = word.upper()  # httpie: http POST url
         elif not word.startswith("-") and url is None and ("/" in word or "." in word):
             url = word
