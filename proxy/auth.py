@@ -157,8 +157,9 @@ def made_by_another_site(headers: Mapping[str, str]) -> bool:
     site it opens could have it load them, each a scan of the log, in a loop (the answer is not
     theirs to read; the work is done). The operator's own navigation (a link followed, a
     bookmark: a top-level document) is let in, as is a client that says nothing (curl, a
-    scraper, an older browser)."""
-    if headers.get("sec-fetch-site", "").strip().lower() != "cross-site":
+    scraper, an older browser). A page another port of this host serves (a dev server, a
+    notebook) is ``same-site`` (a site is a scheme and a host, not a port): another page too."""
+    if headers.get("sec-fetch-site", "").strip().lower() not in ("cross-site", "same-site"):
         return False
     mode = headers.get("sec-fetch-mode", "").strip().lower()
     dest = headers.get("sec-fetch-dest", "").strip().lower()

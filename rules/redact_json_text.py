@@ -21,8 +21,11 @@ _MAX_STRINGS = 2_000
 # What a JSON text writes escaped: a line break, a quote, a backslash, a control character, and
 # (as an encoder that writes ASCII only does) any other than ASCII's printable ones
 _ESCAPED = re.compile(r'[^\x20\x21\x23-\x5b\x5d-\x7e]')
-# Strings put back in their places at most (each a pass over the text); more: encoded whole
+# Strings put back in their places at most; more: encoded whole
 _MAX_PLACED = 32
+# A string as a JSON text writes it, escapes read whole: outside strings a JSON text has no
+# quote, so these are its strings (linear: possessive)
+_STRING = re.compile(r'"(?:[^"\\]++|\\.)*+"', re.S)
 
 
 def redact_json_text(text: str, redact_text: Callable[[str], str]) -> str:
@@ -45,12 +48,23 @@ def redact_json_text(text: str, redact_text: Callable[[str], str]) -> str:
     changed = {old: new for old, new in found.items() if new is not None}
     if len(changed) < len(found) or len(changed) > _MAX_PLACED:
         return _dumped(text, out)
-    for old, new in sorted(changed.items(), key=lambda kv: -len(kv[0])):
-        written = next((w for w in _encodings(old) if w in text), None)
-        if written is None:
-            return _dumped(text, out)
-        text = text.replace(written, _encode(new, ascii_only="\\u" in written))
-    return text
+    # each string as it may be written, and what it is written as now
+    placed = {w: _encode(new, ascii_only="\\u" in w) for old, new in changed.items()
+              for w in _encodings(old)}  # fmt: skip
+    seen: set[str] = set()
+
+    def put(m: re.Match[str]) -> str:
+        new = placed.get(m[0])
+        if new is None:
+            return m[0]
+        seen.add(m[0])
+        return new
+
+    # the text's strings, each whole (a string's written form may also end another one)
+    text_out = _STRING.sub(put, text)
+    if any(not seen.intersection(_encodings(old)) for old in changed):
+        return _dumped(text, out)  # one not written as it encodes
+    return text_out
 
 
 def _strings(value: Any, redact_text: Callable[[str], str]) -> Any:

@@ -68,6 +68,9 @@ class SqliteWrites(SqliteReads):
         # (counted once).
         self._failed_saves = KeptSaves(state_cache_size, self._unwritten)
         self._writer_task: asyncio.Task[None] | None = None
+        # calls queued, not run yet: run while a batch waits out a full disk (the retention's
+        # deletes give it room), not after it
+        self._calls: list[_Call] = []
         self._window = BatchWindow()  # closed by ``close``: what is queued is written at once
         self.lull = Lull()  # the requests in flight (subscribed by the app): the writer waits
 
@@ -136,6 +139,7 @@ class SqliteWrites(SqliteReads):
         if self._writer_task is None or self._writer_task.done():
             raise RuntimeError("store is not open")
         call = _Call(fn, asyncio.get_running_loop().create_future())
+        self._calls.append(call)
         self._enqueue(call)
         return await call.done
 
@@ -163,7 +167,7 @@ class SqliteWrites(SqliteReads):
                         self._saved(op, written)
                 for call in batch:  # after the batch, on the writer's connection (retention)
                     if isinstance(call, _Call):
-                        await call.run(self.writer)
+                        await self._run_call(call)
                 # before the batch is done: ``flush`` waits for the saves queued again too
                 self._queue_held(all_of_them=closing)
                 for op in ops:
@@ -172,6 +176,11 @@ class SqliteWrites(SqliteReads):
                     self._queue.task_done()
             if closing and self._queue.empty():
                 return
+
+    async def _run_call(self, call: _Call) -> None:
+        if call in self._calls:
+            self._calls.remove(call)
+            await call.run(self.writer)
 
     def _saved(self, save: _SaveState, written: bool) -> None:
         """``save``, its session's latest, was ``written`` by its batch (or not: kept readable,
@@ -224,6 +233,9 @@ class SqliteWrites(SqliteReads):
                     return not (apart or lost)
                 attempt += 1
                 count, closing = sum(len(rows) for _, rows in groups), self._writer_task is None
+                if full(exc):  # what frees room (the retention) is queued behind this batch
+                    for call in list(self._calls):
+                        await self._run_call(call)
                 if not await tried_again(attempt, exc, closing, count, self._queue.qsize()):
                     break
         log.error("store: %d writes lost, the database could not be written", count)

@@ -7,6 +7,7 @@ pack)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -51,6 +52,8 @@ def api_request(spec: Mapping[str, Any], argv: Sequence[str]) -> tuple[str, dict
     rest = list(argv[1 + len(sub) :])
     method_flags = set(spec.get("method_flags") or ())
     data_flags = set(spec.get("data_flags") or ())
+    # flags whose next word is their value, never the URL (``-H 'Accept: a/b'``, ``-o /dev/null``)
+    value_flags = set(spec.get("value_flags") or ())
     method, url, data = None, None, False
     i = 0
     while i < len(rest):
@@ -60,9 +63,11 @@ def api_request(spec: Mapping[str, Any], argv: Sequence[str]) -> tuple[str, dict
             method = (value if eq else (rest[i + 1] if i + 1 < len(rest) else "")).upper()
             i += 1 if eq else 2
             continue
-        if flag in data_flags:
-            data = True
-        elif word.upper() in _METHODS and url is None and method is None:
+        if flag in data_flags or flag in value_flags:
+            data = data or flag in data_flags
+            i += 1 if eq else 2  # its value: a body's ``.``, a path's ``/``
+            continue
+        if word.upper() in _METHODS and url is None and method is None:
             method = word.upper()  # httpie: http POST url
         elif not word.startswith("-") and url is None and ("/" in word or "." in word):
             url = word
@@ -84,11 +89,23 @@ def api_request(spec: Mapping[str, Any], argv: Sequence[str]) -> tuple[str, dict
 _REFUSED_KEYS = ("error", "errors", "detail", "fault")
 
 
+# a refusal's status: a status line (``curl -i``), or a code alone on its line (``-w
+# '%{http_code}'``); each line bounded
+_REFUSED_STATUS = re.compile(
+    r"^(?:HTTP/[\d.]{1,3}[ \t]{1,4}[45]\d\d(?!\d)|[ \t]{0,8}[45]\d\d[ \t]{0,8}\r?$)", re.M
+)
+_STATUS_SCAN = 4096  # characters of the output's head and tail read for a status
+
+
 def refused(body: str | None, output: str) -> bool:
-    """Whether what a request printed says it was refused: a JSON object holding an error, or
-    "not found" (curl exits 0 on a 404 unless told ``--fail``)."""
-    if "not found" in output[:4096].lower():
+    """Whether what a request printed says it was refused: a JSON object holding an error,
+    "not found", or a 4xx or 5xx status (curl exits 0 on a refusal unless told ``--fail``)."""
+    if "not found" in output[:_STATUS_SCAN].lower():
         return True
+    rest = output.replace(body, "", 1) if body else output  # a lone number of the body is data
+    for part in (rest[:_STATUS_SCAN], rest[-_STATUS_SCAN:]):
+        if _REFUSED_STATUS.search(part) is not None:
+            return True
     if body is None:
         return False
     try:

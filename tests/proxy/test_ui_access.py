@@ -255,6 +255,10 @@ CROSS_SITE = {
     "image": fetched("cross-site", "no-cors", "image"),
     "fetch": fetched("cross-site", "cors", "empty"),
     "frame": fetched("cross-site", "navigate", "iframe"),
+    # a page another port of the machine serves (a dev server, a notebook) is of the same site:
+    # a site is the scheme and the host, not the port
+    "image from another port": fetched("same-site", "no-cors", "image"),
+    "fetch from another port": fetched("same-site", "cors", "empty"),
 }
 NAVIGATION = fetched("cross-site", "navigate", "document")
 

@@ -80,3 +80,16 @@ def test_a_json_text_of_many_escaped_strings_is_left_to_the_patterns_in_bounded_
     with cpu_timer() as took:
         assert redact_text(text) == text
     assert took.seconds < 0.25
+
+
+def test_a_changed_string_is_put_back_only_where_it_is_a_string() -> None:
+    """A string's written form can also end another string (``"say \\"`` then its text): put
+    back by a replace of the text, the other string, which held nothing its own reading
+    redacts, changed too. Only the changed string's own places change now."""
+    from rules.redact_json_text import redact_json_text
+
+    def first_line_blank(s: str) -> str:  # a reading that depends on where the text starts
+        return s.replace("S", "R") if s.startswith("\n") else s
+
+    text = json.dumps({"a": 'say "\nS', "b": "\nS"})
+    assert json.loads(redact_json_text(text, first_line_blank)) == {"a": 'say "\nS', "b": "\nR"}

@@ -30,6 +30,12 @@ def test_scenario(scenario: Scenario) -> None:
         (["curl", "--request=DELETE", "https://x.test/v1/customers/cus_123"], "delete_customers"),
         (["gh", "api", "repos/o/r/pulls", "-f", "title=x"], "create_pulls"),
         (["http", "PATCH", "x.test/tickets/99", "status=closed"], "update_tickets"),
+        # a flag's value before the URL is not the URL (a header's ``/``, a file, a body's ``.``)
+        (["curl", "-s", "-H", "Content-Type: application/json", "-X", "POST",
+          "http://localhost:8000/api/users", "-d", "{}"], "create_users"),
+        (["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "DELETE",
+          "http://localhost:8000/api/users/1842"], "delete_users"),
+        (["curl", "-d", '{"email": "a@b.example"}', "localhost:8000/api/users"], "create_users"),
     ],
 )
 def test_a_request_is_named_by_its_method_and_collection(argv: list[str], tool: str) -> None:
