@@ -5,7 +5,7 @@ attempt's entities and working set were the state its retry, or the next request
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -172,11 +172,23 @@ async def _in_database(url: str, sid: str) -> Any:
         await conn.close()
 
 
+def _refactor_lines() -> list[dict[str, Any]]:
+    task = "Refactor:\n" + "\n".join(f"x_{i} = {i} * 17  # step {i}" for i in range(900))
+    return [*SECOND, user(task)]
+
+
+def _a_long_ask() -> list[dict[str, Any]]:
+    ask = "now explain, step by step, " + " ".join(f"point {i} of the plan" for i in range(900))
+    return [*SECOND[:-1], user(ask)]
+
+
+@pytest.mark.parametrize("messages", [_refactor_lines, _a_long_ask])
 def test_an_overflow_its_rescue_could_not_shrink_leaves_the_state_as_it_was(
-    served: tuple[str, Any], upstream: EdgeUpstream
+    served: tuple[str, Any], upstream: EdgeUpstream, messages: Callable[[], list[dict[str, Any]]]
 ) -> None:
-    """The rescue rewrote the request (and so saved a state) but its floor did not fit: nothing
-    was retried, and neither rewrite's state stays."""
+    """The rescue's rewrite under the stated window saved a state of its own, then found
+    nothing to gain (its floor over the budget): no retry, the upstream's error answered, and
+    neither the request's state nor the rescue's rewrite's is kept."""
     base, app = served
     upstream.reply = Reply.json(chat_completion("ok"))
     assert post(base, request(*FIRST)).status_code == 200
@@ -188,9 +200,8 @@ def test_an_overflow_its_rescue_could_not_shrink_leaves_the_state_as_it_was(
     error = {"message": message, "type": "invalid_request_error", "param": "messages"}
     upstream.reply = Reply.json({"error": {**error, "code": "context_length_exceeded"}}, 400)
     seen = len(upstream.seen)
-    task = "Refactor:\n" + "\n".join(f"x_{i} = {i} * 17  # step {i}" for i in range(900))
-    assert post(base, request(*SECOND, user(task))).status_code == 400
-    assert len(upstream.seen) == seen + 1  # not retried: its floor alone is over the window
+    assert post(base, request(*messages())).status_code == 400
+    assert len(upstream.seen) == seen + 1  # nothing the rescue could send
     assert stored(app) == before
 
 
@@ -225,26 +236,3 @@ def test_what_counts_as_the_refused_requests_own_state() -> None:
     assert _still_saved(SessionState({"_lineage": "l", "working_set": {"goal": "g"}}), saved)
     assert not _still_saved(SessionState({"_lineage": "l", "history": [1, 2, 3]}), saved)
     assert not _still_saved(SessionState(), saved)  # pruned meanwhile: not brought back
-
-
-def test_an_overflow_its_rescue_could_not_compact_leaves_the_state_as_it_was(
-    served: tuple[str, Any], upstream: EdgeUpstream
-) -> None:
-    """The rescue's rewrite under the stated window saved a state of its own, then found
-    nothing to gain (its floor over the budget): no retry, the upstream's error answered, and
-    neither the request's state nor the rescue's rewrite's is kept."""
-    base, app = served
-    upstream.reply = Reply.json(chat_completion("ok"))
-    assert post(base, request(*FIRST)).status_code == 200
-    before = stored(app)
-    message = (
-        "This model's maximum context length is 1500 tokens. However, your messages resulted "
-        "in 5000 tokens. Please reduce the length of the messages."
-    )
-    error = {"message": message, "type": "invalid_request_error", "param": "messages"}
-    upstream.reply = Reply.json({"error": {**error, "code": "context_length_exceeded"}}, 400)
-    seen = len(upstream.seen)
-    ask = "now explain, step by step, " + " ".join(f"point {i} of the plan" for i in range(900))
-    assert post(base, request(*SECOND[:-1], user(ask))).status_code == 400
-    assert len(upstream.seen) == seen + 1  # nothing the rescue could send
-    assert stored(app) == before
