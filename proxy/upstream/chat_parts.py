@@ -30,7 +30,7 @@ def refuse_dropped_parts(provider: str, messages: Any) -> None:
         content = message.get("content")
         for j, part in enumerate(content if isinstance(content, list) else ()):
             kind = part.get("type") if isinstance(part, dict) else None
-            if kind not in carried:
+            if not isinstance(kind, str) or kind not in carried:  # a type of any JSON kind
                 shown = kind[:_MAX_SHOWN] if isinstance(kind, str) else "no type"
                 raise BadRequest(
                     f"A content part of type '{shown}' cannot be sent to {provider} "
