@@ -72,14 +72,21 @@ def is_connection_error(exc: BaseException) -> bool:
     )
 
 
+# The server's own want, whatever is written (53000 insufficient resources, 53100 disk full,
+# 53300 too many connections, 58030 an I/O error). Not its memory or a configured limit
+# (53200, 53400): a batch can run out of those itself, and waited out it would hold the writer
+# until close; written row by row, only the row at fault is lost.
+_SERVER_WANTS = frozenset({"53000", "53100", "53300", "58000", "58030"})
+
+
 def unwritable(exc: BaseException) -> bool:
     """The database answers but takes no writes for now: read-only (a standby at the primary's
-    address, or a managed server set so as its disk fills), out of disk, memory or I/O. Not
-    the rows' fault: they wait for it, as for a database away."""
+    address, or a managed server set so as its disk fills), out of disk or I/O. Not the rows'
+    fault: they wait for it, as for a database away."""
     if isinstance(exc, asyncpg.ReadOnlySQLTransactionError):
         return True
-    state = getattr(exc, "sqlstate", None)  # classes 53 (insufficient resources), 58 (system)
-    return isinstance(exc, asyncpg.PostgresError) and str(state).startswith(("53", "58"))
+    state = getattr(exc, "sqlstate", None)
+    return isinstance(exc, asyncpg.PostgresError) and state in _SERVER_WANTS
 
 
 class Refusals:

@@ -166,5 +166,11 @@ async def count(url: str, sql: str) -> int:
 
 
 async def advisory_locks(url: str) -> int:
-    """Advisory locks held on the server now (by anyone): 0 once every session is let go."""
-    return await count(url, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'")
+    """Advisory locks held now in ``url``'s database (by anyone): 0 once every session is let go.
+    Not the whole server's: a backend of an earlier test's database, its connection closed,
+    can still be exiting with its locks."""
+    return await count(
+        url,
+        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND database = "
+        "(SELECT oid FROM pg_database WHERE datname = current_database())",
+    )

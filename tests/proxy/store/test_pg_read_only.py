@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 import asyncpg
 import pytest
 
-from proxy.store.pg_writer import CLOSE_WAIT_S
+from proxy.store.pg_writer import CLOSE_WAIT_S, unwritable
 from proxy.store.postgres import PostgresStore
 from rules.base import SessionState
 from tests.support.postgres import PgServer, advisory_locks, count
@@ -152,3 +152,21 @@ async def test_a_refused_save_lets_its_session_go_and_keeps_the_connection(
     finally:
         await read_only(server, False)
         await store.close()
+
+
+@pytest.mark.parametrize(
+    ("error", "waited"),
+    [
+        (asyncpg.exceptions.ReadOnlySQLTransactionError, True),
+        (asyncpg.exceptions.DiskFullError, True),
+        (asyncpg.exceptions.TooManyConnectionsError, True),
+        (asyncpg.exceptions.PostgresIOError, True),
+        (asyncpg.exceptions.OutOfMemoryError, False),  # a batch may run out of it itself
+        (asyncpg.exceptions.ConfigurationLimitExceededError, False),  # max_locks_per_transaction
+        (asyncpg.exceptions.UndefinedFileError, False),
+    ],
+)
+def test_only_the_servers_own_wants_are_waited_out(error: type[Exception], waited: bool) -> None:
+    """A batch refused for what it asked itself (memory, a configured limit) is written row by
+    row, the row at fault lost; waited out, it held the writer until close."""
+    assert unwritable(error("refused")) is waited
