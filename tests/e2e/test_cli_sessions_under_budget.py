@@ -2,8 +2,9 @@
 each turn the model makes three calls at once (a large output, a command that fails, a read or a
 patch), Claude Code or Codex runs them, and the next prompts resume the session. The scripted
 upstream checks every forwarded body as the provider would (each call answered by a result in
-the next turn, no result without its call, thinking and reasoning kept signed, Anthropic's roles
-alternating) and answers 400 to a broken one, which fails the CLI's run.
+the next turn, no result without its call, thinking and reasoning kept signed; consecutive turns
+of one role Anthropic combines into one, and so they pass) and answers 400 to a broken one, which
+fails the CLI's run.
 
 Claude Code sends ``role: "system"`` messages inside ``messages`` (a notice after a truncated
 read, the tools it defers); they are passed over, as the provider does.
@@ -32,8 +33,6 @@ def anthropic_problems(body: dict[str, Any]) -> list[str]:
     out: list[str] = []
     msgs = [m for m in body.get("messages") or [] if m.get("role") != "system"]
     for i, m in enumerate(msgs):
-        if i and m.get("role") == msgs[i - 1].get("role"):
-            out.append(f"messages {i - 1} and {i} are both {m.get('role')}")
         blocks = _blocks(m)
         if any(b.get("type") == "text" and not b.get("text") for b in blocks):
             out.append(f"message {i} has an empty text block")
